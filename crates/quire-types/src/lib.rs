@@ -1,0 +1,17 @@
+//! Shared vocabulary of Quire: conversation messages, tool calls and specs,
+//! model requests and responses, token usage, trajectory events and ids.
+//!
+//! Every other crate speaks in these types so that the model clients, the
+//! agent loop, the store and the terminal never need to know each other.
+
+mod event;
+mod ids;
+mod message;
+mod redact;
+
+pub use event::{Event, EventKind, ToolResultViews};
+pub use ids::{new_id, SessionId};
+pub use message::{
+    Message, ModelRequest, ModelResponse, StopReason, ToolCall, ToolSpec, Usage,
+};
+pub use redact::Redactor;
