@@ -1,0 +1,19 @@
+//! Agent configurations: `agents/<name>/agent.toml` plus the text files it
+//! references. Every word the model sees comes from here, never from Rust.
+//!
+//! Loading resolves a folder into one [`AgentConfig`] with all texts inline,
+//! applies overrides (`QUIRE__*` environment variables, then `-c key=value`),
+//! and reports mistakes with file, line and column.
+
+mod error;
+mod load;
+mod schema;
+mod template;
+
+pub use error::ConfigError;
+pub use load::{AgentSource, Loader, Override, builtin_agent_files, locate_agent};
+pub use schema::{
+    AgentConfig, ContextConfig, FinishConfig, Limits, ModelConfig, Pricing, PromptSection, Prompts,
+    Provider, Reminder, TestsConfig, ToolCalling, ToolText,
+};
+pub use template::render;

@@ -1,0 +1,253 @@
+//! The workspace tools as extensions of the agent loop.
+//!
+//! Three extensions, so an agent config can leave out tests or finishing:
+//! [`WorkspaceTools`] (`list_files`, `read_file`, `search`, `edit_file`,
+//! `write_file`, `apply_patch`), [`TestRunner`] (`run_tests`) and
+//! [`Finisher`] (`finish`). Every path goes through the session copy's
+//! guard, every word the model reads comes from the tool's config texts, and
+//! every agent view is capped at `limits.tool_output_max_chars`. What the
+//! tools learn (files read and edited, the last test run) lives in
+//! [`WorkspaceState`] in `ctx.state`, for reminders and the session driver.
+
+mod edit;
+mod finish;
+mod list;
+mod patch;
+mod paths;
+mod read;
+mod run_tests;
+mod search;
+mod state;
+#[cfg(test)]
+mod tests;
+mod util;
+mod walk;
+mod write;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use quire_config::{AgentConfig, render};
+use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
+
+use quire_workspace::SessionCopy;
+
+pub use list::render_tree;
+
+/// The tools each extension of this crate declares, by extension name, so a
+/// config can be checked without building a session.
+pub fn tools_by_extension() -> &'static [(&'static str, &'static [&'static str])] {
+    &[
+        (
+            WorkspaceTools::NAME,
+            &[
+                list::TOOL,
+                read::TOOL,
+                search::TOOL,
+                edit::TOOL,
+                write::TOOL,
+                patch::TOOL,
+            ],
+        ),
+        (TestRunner::NAME, &[run_tests::TOOL]),
+        (Finisher::NAME, &[finish::TOOL]),
+    ]
+}
+pub use state::{TestSummary, WorkspaceState};
+pub use util::cap_output;
+
+/// Exploring and changing files: `list_files`, `read_file`, `search`,
+/// `edit_file`, `write_file`, `apply_patch`.
+pub struct WorkspaceTools {
+    copy: Arc<SessionCopy>,
+}
+
+impl WorkspaceTools {
+    /// The extension name used in agent.toml `extensions`.
+    pub const NAME: &'static str = "workspace_tools";
+
+    pub fn new(copy: Arc<SessionCopy>) -> WorkspaceTools {
+        WorkspaceTools { copy }
+    }
+}
+
+#[async_trait]
+impl Extension for WorkspaceTools {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn tools(&self) -> Vec<&'static str> {
+        vec![
+            list::TOOL,
+            read::TOOL,
+            search::TOOL,
+            edit::TOOL,
+            write::TOOL,
+            patch::TOOL,
+        ]
+    }
+
+    /// On resume the conversation is already there: rebuild what the tools
+    /// knew (files read, edits since the last test) from it.
+    async fn on_start(&self, ctx: &mut Ctx) -> Result<(), CoreError> {
+        if ctx
+            .messages
+            .iter()
+            .any(|m| matches!(m, quire_types::Message::Assistant { .. }))
+        {
+            let rebuilt = state::rebuild(&self.copy, &ctx.messages);
+            let current = ctx.state.get_mut::<WorkspaceState>();
+            let test_command = current.test_command.take();
+            *current = WorkspaceState {
+                test_command,
+                ..rebuilt
+            };
+        }
+        Ok(())
+    }
+
+    async fn execute(&self, ctx: &mut Ctx, action: &Action) -> ToolOutput {
+        let tool = action.call.name.as_str();
+        let out = match tool {
+            list::TOOL => {
+                let (copy, config, args) =
+                    (self.copy.clone(), ctx.config.clone(), action.args.clone());
+                blocking(move || list::run(&copy, &config, &args)).await
+            }
+            search::TOOL => {
+                let target = paths::resolve(
+                    &self.copy,
+                    util::str_arg(&action.args, "path").unwrap_or(""),
+                );
+                let request = search::Request::from_args(self.copy.root(), target, &action.args);
+                let config = ctx.config.clone();
+                blocking(move || search::run(&config, &request)).await
+            }
+            read::TOOL => read::run(&self.copy, ctx, &action.args),
+            edit::TOOL => edit::run(&self.copy, ctx, &action.args),
+            write::TOOL => write::run(&self.copy, ctx, &action.args),
+            patch::TOOL => patch::run(&self.copy, ctx, &action.args),
+            other => unknown_tool(&ctx.config, other, &self.tools()),
+        };
+        capped(&ctx.config, tool, out)
+    }
+}
+
+/// `run_tests`: the project's test command in the session copy, digested.
+pub struct TestRunner {
+    copy: Arc<SessionCopy>,
+    command: Option<String>,
+}
+
+impl TestRunner {
+    /// The extension name used in agent.toml `extensions`.
+    pub const NAME: &'static str = "tests";
+
+    /// `command` is the shell command to run; `None` (or blank) means the
+    /// project has none, and `run_tests` says so.
+    pub fn new(copy: Arc<SessionCopy>, command: Option<String>) -> TestRunner {
+        let command = command
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty());
+        TestRunner { copy, command }
+    }
+}
+
+#[async_trait]
+impl Extension for TestRunner {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn tools(&self) -> Vec<&'static str> {
+        vec![run_tests::TOOL]
+    }
+
+    /// Publishes the test command, so `finish` demands a test run after
+    /// edits only when tests can actually run.
+    async fn on_start(&self, ctx: &mut Ctx) -> Result<(), CoreError> {
+        ctx.state.get_mut::<WorkspaceState>().test_command = self.command.clone();
+        Ok(())
+    }
+
+    async fn execute(&self, ctx: &mut Ctx, action: &Action) -> ToolOutput {
+        let tool = action.call.name.as_str();
+        let out = if tool == run_tests::TOOL {
+            run_tests::run(&self.copy, self.command.as_deref(), ctx).await
+        } else {
+            unknown_tool(&ctx.config, tool, &self.tools())
+        };
+        capped(&ctx.config, tool, out)
+    }
+}
+
+/// `finish`: ends the run once there is a change and, when tests exist, a
+/// test run after the last edit.
+///
+/// Whether tests exist is read from [`WorkspaceState::test_command`], which
+/// [`TestRunner`] sets when the agent starts; without the `tests` extension
+/// `finish` never asks for a test run the model could not make.
+pub struct Finisher {
+    copy: Arc<SessionCopy>,
+}
+
+impl Finisher {
+    /// The extension name used in agent.toml `extensions`.
+    pub const NAME: &'static str = "finish";
+
+    pub fn new(copy: Arc<SessionCopy>) -> Finisher {
+        Finisher { copy }
+    }
+}
+
+#[async_trait]
+impl Extension for Finisher {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn tools(&self) -> Vec<&'static str> {
+        vec![finish::TOOL]
+    }
+
+    async fn execute(&self, ctx: &mut Ctx, action: &Action) -> ToolOutput {
+        let tool = action.call.name.as_str();
+        let out = if tool == finish::TOOL {
+            finish::run(&self.copy, ctx, &action.args)
+        } else {
+            unknown_tool(&ctx.config, tool, &self.tools())
+        };
+        capped(&ctx.config, tool, out)
+    }
+}
+
+/// Runs file-system-heavy work (walks, searches) off the async threads, so
+/// an interrupt is noticed while it runs.
+async fn blocking<F>(work: F) -> ToolOutput
+where
+    F: FnOnce() -> ToolOutput + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(out) => out,
+        Err(err) => {
+            tracing::error!(%err, "tool task failed");
+            ToolOutput::error(err.to_string())
+        }
+    }
+}
+
+/// The loop routes only this extension's tools here; kept for safety.
+fn unknown_tool(config: &AgentConfig, name: &str, tools: &[&str]) -> ToolOutput {
+    ToolOutput::error(render(
+        config.message("unknown_tool"),
+        &[("name", name), ("tools", &tools.join(", "))],
+    ))
+}
+
+/// Applies the agent-view cap with the tool's own `cut` marker.
+fn capped(config: &AgentConfig, tool: &str, mut out: ToolOutput) -> ToolOutput {
+    let max = config.limits.tool_output_max_chars as usize;
+    out.agent_view = cap_output(&out.agent_view, max, config.tool_error(tool, "cut"));
+    out
+}

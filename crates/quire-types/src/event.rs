@@ -16,7 +16,10 @@ pub struct Event {
 
 impl Event {
     pub fn now(kind: EventKind) -> Self {
-        Event { at: Utc::now(), kind }
+        Event {
+            at: Utc::now(),
+            kind,
+        }
     }
 }
 
@@ -44,10 +47,15 @@ pub enum EventKind {
         model: String,
     },
     /// The system prompt the session runs with (stable prefix of every request).
-    SystemPrompt { content: String },
+    SystemPrompt {
+        content: String,
+    },
     /// A user-role message joined the conversation: the task, feedback,
     /// a reminder or a protocol repair. `source` says which.
-    UserMessage { source: String, content: String },
+    UserMessage {
+        source: String,
+        content: String,
+    },
     ModelRequest {
         iteration: u32,
         messages: usize,
@@ -77,7 +85,10 @@ pub enum EventKind {
         duration_ms: u64,
     },
     /// Model output broke the protocol; a repair message was sent.
-    ProtocolRepair { attempt: u32, reason: String },
+    ProtocolRepair {
+        attempt: u32,
+        reason: String,
+    },
     TestRun {
         phase: String,
         command: String,
@@ -91,13 +102,29 @@ pub enum EventKind {
     },
     /// The change proposed at finish (unified diff of the session copy
     /// against the original).
-    Patch { diff: String, files: Vec<String> },
-    Approval { decision: String, feedback: Option<String> },
-    Applied { files: Vec<String> },
-    RolledBack { files: Vec<String>, reason: String },
+    Patch {
+        diff: String,
+        files: Vec<String>,
+    },
+    Approval {
+        decision: String,
+        feedback: Option<String>,
+    },
+    Applied {
+        files: Vec<String>,
+    },
+    RolledBack {
+        files: Vec<String>,
+        reason: String,
+    },
     /// The conversation history was replaced (compaction, resume repair).
-    HistoryReplaced { reason: String, messages: Vec<Message> },
-    Error { message: String },
+    HistoryReplaced {
+        reason: String,
+        messages: Vec<Message>,
+    },
+    Error {
+        message: String,
+    },
     SessionEnded {
         status: String,
         outcome: String,
@@ -142,7 +169,10 @@ mod tests {
         let ev = Event::now(EventKind::ToolResult {
             call_id: "c1".into(),
             name: "read_file".into(),
-            views: ToolResultViews { agent_view: "1: x".into(), user_view: "full".into() },
+            views: ToolResultViews {
+                agent_view: "1: x".into(),
+                user_view: "full".into(),
+            },
             is_error: false,
             duration_ms: 3,
         });

@@ -10,8 +10,6 @@ mod message;
 mod redact;
 
 pub use event::{Event, EventKind, ToolResultViews};
-pub use ids::{new_id, SessionId};
-pub use message::{
-    Message, ModelRequest, ModelResponse, StopReason, ToolCall, ToolSpec, Usage,
-};
+pub use ids::{SessionId, new_id};
+pub use message::{Message, ModelRequest, ModelResponse, StopReason, ToolCall, ToolSpec, Usage};
 pub use redact::Redactor;

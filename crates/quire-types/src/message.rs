@@ -96,7 +96,11 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
         ToolCall {
             id: id.into(),
             name: name.into(),
@@ -178,7 +182,10 @@ mod tests {
 
     #[test]
     fn message_round_trips_through_json_with_role_tag() {
-        let msg = Message::assistant("thinking", vec![ToolCall::new("c1", "read_file", "{\"path\":\"a\"}")]);
+        let msg = Message::assistant(
+            "thinking",
+            vec![ToolCall::new("c1", "read_file", "{\"path\":\"a\"}")],
+        );
         let json = serde_json::to_value(&msg).unwrap();
         assert_eq!(json["role"], "assistant");
         assert_eq!(json["tool_calls"][0]["name"], "read_file");
@@ -192,14 +199,33 @@ mod tests {
         let json = serde_json::to_string(&msg).unwrap();
         assert!(!json.contains("is_error"), "{json}");
         let err = Message::tool("c1", "read_file", "bad", true);
-        assert!(serde_json::to_string(&err).unwrap().contains("\"is_error\":true"));
+        assert!(
+            serde_json::to_string(&err)
+                .unwrap()
+                .contains("\"is_error\":true")
+        );
     }
 
     #[test]
     fn usage_adds_up() {
         let mut total = Usage::default();
-        total.add(Usage { prompt_tokens: 10, completion_tokens: 2, cached_tokens: 4 });
-        total.add(Usage { prompt_tokens: 5, completion_tokens: 1, cached_tokens: 0 });
-        assert_eq!(total, Usage { prompt_tokens: 15, completion_tokens: 3, cached_tokens: 4 });
+        total.add(Usage {
+            prompt_tokens: 10,
+            completion_tokens: 2,
+            cached_tokens: 4,
+        });
+        total.add(Usage {
+            prompt_tokens: 5,
+            completion_tokens: 1,
+            cached_tokens: 0,
+        });
+        assert_eq!(
+            total,
+            Usage {
+                prompt_tokens: 15,
+                completion_tokens: 3,
+                cached_tokens: 4
+            }
+        );
     }
 }

@@ -79,10 +79,26 @@ fn is_key_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '-' || c == '_'
 }
 
+/// Bytes that can start a key prefix: positions starting with anything else
+/// are skipped without comparing prefixes (this runs on every stored event).
+fn may_start_key(byte: u8) -> bool {
+    matches!(byte, b's' | b'g' | b'x' | b'A' | b'h')
+}
+
 fn redact_key_shapes(text: &str) -> String {
+    if !text.bytes().any(may_start_key) {
+        return text.to_string();
+    }
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     'outer: while !rest.is_empty() {
+        if !rest.as_bytes().first().is_some_and(|b| may_start_key(*b)) {
+            // Copy up to the next candidate byte in one go.
+            let skip = rest.bytes().position(may_start_key).unwrap_or(rest.len());
+            out.push_str(&rest[..skip]);
+            rest = &rest[skip..];
+            continue;
+        }
         for (prefix, min_tail) in KEY_PREFIXES {
             if rest.starts_with(prefix) && starts_word(text, rest) {
                 let tail_len = rest[prefix.len()..]
@@ -110,7 +126,10 @@ fn redact_key_shapes(text: &str) -> String {
 /// True when `rest` (a suffix of `text`) does not continue a key-like word.
 fn starts_word(text: &str, rest: &str) -> bool {
     let offset = text.len() - rest.len();
-    text[..offset].chars().next_back().is_none_or(|c| !is_key_char(c))
+    text[..offset]
+        .chars()
+        .next_back()
+        .is_none_or(|c| !is_key_char(c))
 }
 
 #[cfg(test)]
@@ -140,6 +159,20 @@ mod tests {
         assert!(red.contains("sk-learn is fine"), "{red}");
         assert!(red.contains("task-1234"), "{red}");
         assert!(r.redact("AKIAABCDEFGHIJ123456").contains(MASK));
+    }
+
+    #[test]
+    fn every_prefix_starts_with_a_candidate_byte() {
+        for (prefix, _) in KEY_PREFIXES {
+            assert!(may_start_key(prefix.as_bytes()[0]), "{prefix}");
+        }
+    }
+
+    #[test]
+    fn keys_in_the_middle_of_multibyte_text_are_masked() {
+        let r = Redactor::new();
+        let red = r.redact("clé → ghp_abcdefghijklmnopqrstuvwxyz0123 ünd");
+        assert_eq!(red, "clé → [REDACTED] ünd");
     }
 
     #[test]

@@ -1,0 +1,33 @@
+//! The session copy of a workspace and the mechanics around it.
+//!
+//! Quire lets the agent work on an isolated copy of the user's workspace,
+//! then shows the diff, applies it to the original on approval, runs the
+//! tests there and rolls back exactly if they fail. This crate is that
+//! machinery: copying ([`SessionCopy::create`]), the path guard
+//! ([`SessionCopy::resolve`]), the diff ([`SessionCopy::changes`],
+//! [`unified_diff`]), applying with a crash-safe backup
+//! ([`SessionCopy::apply_to_original`], [`AppliedChange`]), running commands
+//! in their own process group ([`run_command`]) and condensing test output
+//! ([`digest_test_output`]).
+//!
+//! Unix only: modes, symlinks and process groups are used directly.
+
+mod apply;
+mod copy;
+mod diff;
+mod digest;
+mod error;
+mod fsutil;
+mod guard;
+mod manifest;
+mod process;
+mod walk;
+
+pub use apply::{AppliedChange, ApplyError, Conflict, ConflictReason};
+pub use copy::SessionCopy;
+pub use diff::{ChangeKind, Content, FileChange, unified_diff};
+pub use digest::{Runner, TestDigest, digest_test_output};
+pub use error::WorkspaceError;
+pub use guard::PathError;
+pub use manifest::{Manifest, ManifestEntry, SkipReason, Skipped};
+pub use process::{CommandOutput, ProcessError, RunOptions, run_command};

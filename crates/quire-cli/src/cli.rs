@@ -1,0 +1,160 @@
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Quire: a terminal coding agent that works on a copy of your project, shows
+/// you the change, and applies it only when you approve and the tests pass.
+#[derive(Debug, Parser)]
+#[command(name = "quire", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Agent to use: a name (agents/<name>, <home>/agents/<name>) or a folder path.
+    #[arg(long, global = true, env = "QUIRE_AGENT", default_value = "default")]
+    pub agent: String,
+    /// Data home (quire.db, notes, sessions). Default: $QUIRE_HOME, else ~/.local/share/quire.
+    #[arg(long, global = true, env = "QUIRE_HOME")]
+    pub home: Option<PathBuf>,
+    /// Override any agent config key, e.g. -c model.temperature=0.2 (repeatable).
+    #[arg(short = 'c', long = "config", global = true, value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Shorthand for -c model.provider=… (openai | anthropic).
+    #[arg(long, global = true, env = "QUIRE_PROVIDER")]
+    pub provider: Option<String>,
+    /// Shorthand for -c model.model=….
+    #[arg(long, global = true, env = "QUIRE_MODEL")]
+    pub model: Option<String>,
+    /// Shorthand for -c model.base_url=… (e.g. http://localhost:11434/v1 for Ollama).
+    #[arg(long, global = true, env = "QUIRE_BASE_URL")]
+    pub base_url: Option<String>,
+    /// More detail: logs and error cause chains (-vv for debug logs).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Print only results and errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Print data as JSON where the output is data.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a task on a workspace: work on a copy, review the change, apply it.
+    Run(RunArgs),
+    /// Run the bundled example task (a replay of a recorded model; no API key needed).
+    Demo(DemoArgs),
+    /// Inspect agent configurations.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Talk to the configured model.
+    #[command(subcommand)]
+    Models(ModelsCommand),
+    /// Browse, export and resume recorded sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The workspace folder (usually a git repository).
+    pub workspace: PathBuf,
+    /// The task; default: prompt.txt at the workspace root.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Test command; default: the agent config's, else metadata.json's test_command.
+    #[arg(long)]
+    pub test_cmd: Option<String>,
+    /// Project name for notes and reports; default: git remote or folder name.
+    #[arg(long)]
+    pub project: Option<String>,
+    #[command(flatten)]
+    pub review: ReviewArgs,
+    #[command(flatten)]
+    pub recording: RecordingArgs,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ReviewArgs {
+    /// Approve the change without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Save the approved patch instead of applying it to the workspace.
+    #[arg(long)]
+    pub no_apply: bool,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct RecordingArgs {
+    /// Save every model exchange to this file (JSON lines).
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Serve model answers from a recording instead of calling a model.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Folder holding the example task and its recording.
+    #[arg(long, default_value = "evals/demo")]
+    pub dir: PathBuf,
+    /// Call the configured model instead of replaying the recording.
+    #[arg(long)]
+    pub live: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate an agent and print its resolved configuration.
+    Check {
+        /// Agent name or folder (default: --agent).
+        agent: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Send one tiny request and report latency, model and token usage.
+    Ping {
+        /// Agent name or folder (default: --agent).
+        agent: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Recent sessions, newest first.
+    List {
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// A session's trace, step by step.
+    Show {
+        /// Session id or a unique prefix.
+        id: String,
+        /// Show full tool output instead of a preview.
+        #[arg(long)]
+        full: bool,
+    },
+    /// A session with all its events as JSON.
+    Export { id: String },
+    /// Continue an interrupted or killed session.
+    Resume {
+        id: String,
+        #[command(flatten)]
+        review: ReviewArgs,
+        #[command(flatten)]
+        recording: RecordingArgs,
+    },
+}

@@ -1,0 +1,79 @@
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use quire_session::{WorkspaceChoices, WorkspaceInfo};
+
+use crate::cli::{DemoArgs, GlobalArgs, RecordingArgs, ReviewArgs};
+use crate::client::{home, load_agent, redactor};
+
+/// Copies the bundled example task into the data home and runs it, applying
+/// the change to that copy. By default the model's words come from a
+/// recording; tools, tests, the patch and the store are all real.
+pub async fn demo(global: &GlobalArgs, args: DemoArgs) -> Result<ExitCode> {
+    let task_dir = args.dir.join("task");
+    let recording = args.dir.join("recording.jsonl");
+    if !task_dir.join("prompt.txt").is_file() {
+        bail!(
+            "no example task at {} (run from the repository root, or pass --dir)",
+            task_dir.display()
+        );
+    }
+    let home = home(global)?;
+    let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
+    let target = home.root().join("demo").join(format!("task-{stamp}"));
+    copy_tree(&task_dir, &target)
+        .with_context(|| format!("copying the example to {}", target.display()))?;
+    let recording_args = if args.live {
+        RecordingArgs::default()
+    } else {
+        RecordingArgs {
+            record: None,
+            replay: Some(recording),
+        }
+    };
+    if !global.quiet {
+        if args.live {
+            println!("Running the example task live against the configured model.");
+        } else {
+            println!(
+                "This is a REPLAY: the model's answers come from {}; tools, tests, the patch and the store are real.",
+                args.dir.join("recording.jsonl").display()
+            );
+            println!(
+                "To run live: set OPENAI_API_KEY (or --provider/--model/--base-url) and run `quire demo --live`."
+            );
+        }
+        println!("Working on a copy of the example at {}\n", target.display());
+    }
+    let config = load_agent(global, None)?;
+    let info =
+        WorkspaceInfo::discover(&target, &WorkspaceChoices::default(), &config.tests.command)?;
+    let redactor = redactor(&config);
+    let runner = super::run::runner(global, config, &recording_args)?;
+    let review = ReviewArgs {
+        yes: true,
+        no_apply: false,
+    };
+    let report = runner
+        .run(info, super::run::options(global, &redactor, &review))
+        .await?;
+    Ok(super::run::finish(global, &report))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let dest: PathBuf = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            if entry.file_name() == "__pycache__" || entry.file_name() == ".pytest_cache" {
+                continue;
+            }
+            copy_tree(&entry.path(), &dest)?;
+        } else {
+            std::fs::copy(entry.path(), dest)?;
+        }
+    }
+    Ok(())
+}

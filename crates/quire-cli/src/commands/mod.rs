@@ -1,0 +1,22 @@
+mod config;
+mod demo;
+mod models;
+mod run;
+mod sessions;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cli::{Cli, Command};
+
+pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
+    let global = cli.global;
+    match cli.command {
+        Command::Run(args) => run::run(&global, args).await,
+        Command::Demo(args) => demo::demo(&global, args).await,
+        Command::Config(cmd) => config::config(&global, cmd),
+        Command::Models(cmd) => models::models(&global, cmd).await,
+        Command::Sessions(cmd) => sessions::sessions(&global, cmd).await,
+    }
+}

@@ -1,0 +1,480 @@
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::ConfigError;
+use crate::schema::{
+    AgentConfig, ContextConfig, FinishConfig, Limits, ModelConfig, Pricing, PromptSection, Prompts,
+    Reminder, TestsConfig, ToolText,
+};
+
+mod builtin {
+    include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
+}
+
+/// The files of the built-in `default` agent (compiled from `agents/default/`).
+pub fn builtin_agent_files() -> &'static [(&'static str, &'static str)] {
+    builtin::DEFAULT_AGENT
+}
+
+/// Where an agent's files come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentSource {
+    Dir(PathBuf),
+    /// The copy of `agents/default/` compiled into the binary.
+    Builtin,
+}
+
+/// Finds an agent by path or name: a folder holding `agent.toml`, else
+/// `<dir>/<name>` for each search dir, else the built-in default.
+pub fn locate_agent(
+    name_or_path: &str,
+    search_dirs: &[PathBuf],
+) -> Result<AgentSource, ConfigError> {
+    let direct = Path::new(name_or_path);
+    if direct.join("agent.toml").is_file() {
+        return Ok(AgentSource::Dir(direct.to_path_buf()));
+    }
+    if direct.file_name().is_some_and(|n| n == "agent.toml") && direct.is_file() {
+        let dir = direct.parent().map(Path::to_path_buf).unwrap_or_default();
+        return Ok(AgentSource::Dir(dir));
+    }
+    let is_name = !name_or_path.contains(['/', '\\']) && !name_or_path.is_empty();
+    if is_name {
+        for dir in search_dirs {
+            let candidate = dir.join(name_or_path);
+            if candidate.join("agent.toml").is_file() {
+                return Ok(AgentSource::Dir(candidate));
+            }
+        }
+        if name_or_path == "default" {
+            return Ok(AgentSource::Builtin);
+        }
+    }
+    let mut searched: Vec<String> = vec![direct.display().to_string()];
+    if is_name {
+        searched.extend(
+            search_dirs
+                .iter()
+                .map(|d| d.join(name_or_path).display().to_string()),
+        );
+    }
+    Err(ConfigError::AgentNotFound {
+        name: name_or_path.to_string(),
+        searched: searched.join(", "),
+    })
+}
+
+/// One `key=value` override; the value is a TOML value, or a bare string.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    pub key: String,
+    pub value: String,
+    /// Where it came from, for error messages (`-c`, an env var name).
+    pub origin: String,
+}
+
+impl Override {
+    /// Parses `key=value` as given to `-c`.
+    pub fn parse(spec: &str) -> Result<Override, ConfigError> {
+        let Some((key, value)) = spec.split_once('=') else {
+            return Err(ConfigError::Override {
+                key: spec.to_string(),
+                message: "expected key=value (for example model.temperature=0.2)".into(),
+            });
+        };
+        Ok(Override {
+            key: key.trim().to_string(),
+            value: value.trim().to_string(),
+            origin: "-c".into(),
+        })
+    }
+
+    pub fn new(key: &str, value: &str, origin: &str) -> Override {
+        Override {
+            key: key.into(),
+            value: value.into(),
+            origin: origin.into(),
+        }
+    }
+
+    /// Overrides from `QUIRE__SECTION__KEY=value` variables (double
+    /// underscores separate path segments; names are lower-cased).
+    pub fn from_env() -> Vec<Override> {
+        let mut found: Vec<Override> = std::env::vars()
+            .filter_map(|(name, value)| {
+                let rest = name.strip_prefix("QUIRE__")?;
+                let key = rest
+                    .split("__")
+                    .map(str::to_ascii_lowercase)
+                    .collect::<Vec<_>>()
+                    .join(".");
+                Some(Override {
+                    key,
+                    value,
+                    origin: name,
+                })
+            })
+            .collect();
+        found.sort_by(|a, b| a.key.cmp(&b.key));
+        found
+    }
+
+    fn toml_value(&self) -> toml::Value {
+        let doc = format!("v = {}", self.value);
+        match toml::from_str::<toml::Table>(&doc) {
+            Ok(mut table) => table
+                .remove("v")
+                .unwrap_or_else(|| toml::Value::String(self.value.clone())),
+            Err(_) => toml::Value::String(self.value.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    extensions: Vec<String>,
+    model: ModelConfig,
+    #[serde(default)]
+    limits: Limits,
+    #[serde(default)]
+    context: ContextConfig,
+    #[serde(default)]
+    tests: TestsConfig,
+    #[serde(default)]
+    finish: FinishConfig,
+    #[serde(default)]
+    pricing: Pricing,
+    prompts: PromptFiles,
+    #[serde(default = "default_tools_dir")]
+    tools_dir: String,
+    #[serde(default = "default_messages")]
+    messages: String,
+    #[serde(default = "default_reminders")]
+    reminders: String,
+}
+
+fn default_tools_dir() -> String {
+    "tools".into()
+}
+fn default_messages() -> String {
+    "messages.toml".into()
+}
+fn default_reminders() -> String {
+    "reminders.toml".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromptFiles {
+    system: Vec<String>,
+    task: String,
+    text_protocol: String,
+    compaction: String,
+    note_taker: String,
+}
+
+/// Reads agent files from a folder or from the built-in copy.
+enum Files {
+    Dir(PathBuf),
+    Builtin,
+}
+
+impl Files {
+    fn display(&self, rel: &str) -> PathBuf {
+        match self {
+            Files::Dir(dir) => dir.join(rel),
+            Files::Builtin => PathBuf::from(format!("<builtin default>/{rel}")),
+        }
+    }
+
+    fn read(&self, rel: &str) -> Result<Option<String>, ConfigError> {
+        match self {
+            Files::Dir(dir) => {
+                let path = dir.join(rel);
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => Ok(Some(text)),
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(source) => Err(ConfigError::Io { path, source }),
+                }
+            }
+            Files::Builtin => Ok(builtin_agent_files()
+                .iter()
+                .find(|(name, _)| *name == rel)
+                .map(|(_, text)| (*text).to_string())),
+        }
+    }
+
+    /// Relative paths of the `.toml` files directly inside `dir`.
+    fn list_toml(&self, dir: &str) -> Result<Vec<String>, ConfigError> {
+        let mut names = match self {
+            Files::Dir(root) => {
+                let path = root.join(dir);
+                let entries = match std::fs::read_dir(&path) {
+                    Ok(entries) => entries,
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(source) => return Err(ConfigError::Io { path, source }),
+                };
+                entries
+                    .filter_map(Result::ok)
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|n| n.ends_with(".toml"))
+                    .map(|n| format!("{dir}/{n}"))
+                    .collect::<Vec<_>>()
+            }
+            Files::Builtin => builtin_agent_files()
+                .iter()
+                .filter_map(|(name, _)| {
+                    let rest = name.strip_prefix(dir)?.strip_prefix('/')?;
+                    (!rest.contains('/') && rest.ends_with(".toml")).then(|| (*name).to_string())
+                })
+                .collect(),
+        };
+        names.sort();
+        Ok(names)
+    }
+}
+
+/// Loads agents with a fixed set of overrides.
+#[derive(Debug, Clone, Default)]
+pub struct Loader {
+    overrides: Vec<Override>,
+}
+
+impl Loader {
+    pub fn new(overrides: Vec<Override>) -> Loader {
+        Loader { overrides }
+    }
+
+    pub fn load(&self, source: &AgentSource) -> Result<AgentConfig, ConfigError> {
+        let files = match source {
+            AgentSource::Dir(dir) => Files::Dir(dir.clone()),
+            AgentSource::Builtin => Files::Builtin,
+        };
+        let agent_path = files.display("agent.toml");
+        let text = files
+            .read("agent.toml")?
+            .ok_or_else(|| ConfigError::InvalidFile {
+                path: agent_path.clone(),
+                message: "agent.toml not found".into(),
+            })?;
+        // First with spans, so mistakes in the file are located precisely.
+        let _: AgentFile = parse_located(&text, &agent_path)?;
+        let mut table: toml::Table = parse_located(&text, &agent_path)?;
+        for ov in &self.overrides {
+            set_path(&mut table, ov)?;
+            if let Err(err) = toml::Value::Table(table.clone()).try_into::<AgentFile>() {
+                return Err(ConfigError::Override {
+                    key: format!("{} ({})", ov.key, ov.origin),
+                    message: err.message().to_string(),
+                });
+            }
+        }
+        let file: AgentFile =
+            toml::Value::Table(table)
+                .try_into()
+                .map_err(|err: toml::de::Error| ConfigError::InvalidFile {
+                    path: agent_path.clone(),
+                    message: err.message().to_string(),
+                })?;
+        resolve(file, &files, &agent_path, source)
+    }
+}
+
+fn set_path(table: &mut toml::Table, ov: &Override) -> Result<(), ConfigError> {
+    let parts: Vec<&str> = ov.key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(ConfigError::Override {
+            key: ov.key.clone(),
+            message: "empty key segment".into(),
+        });
+    }
+    let (last, parents) = parts.split_last().ok_or_else(|| ConfigError::Override {
+        key: ov.key.clone(),
+        message: "empty key".into(),
+    })?;
+    let mut current = table;
+    for part in parents {
+        let entry = current
+            .entry((*part).to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        current = match entry {
+            toml::Value::Table(t) => t,
+            _ => {
+                return Err(ConfigError::Override {
+                    key: ov.key.clone(),
+                    message: format!("`{part}` is a value, not a section"),
+                });
+            }
+        };
+    }
+    current.insert((*last).to_string(), ov.toml_value());
+    Ok(())
+}
+
+/// Parses TOML, turning errors into file:line:column.
+fn parse_located<T: serde::de::DeserializeOwned>(
+    text: &str,
+    path: &Path,
+) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|err: toml::de::Error| {
+        let (line, column) = err
+            .span()
+            .map(|span| line_col(text, span.start))
+            .unwrap_or((1, 1));
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: err.message().trim().to_string(),
+        }
+    })
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+fn read_required(files: &Files, rel: &str, key: &str, from: &Path) -> Result<String, ConfigError> {
+    files.read(rel)?.ok_or_else(|| ConfigError::MissingFile {
+        path: files.display(rel),
+        key: key.to_string(),
+        from: from.to_path_buf(),
+    })
+}
+
+fn resolve(
+    file: AgentFile,
+    files: &Files,
+    agent_path: &Path,
+    source: &AgentSource,
+) -> Result<AgentConfig, ConfigError> {
+    if file.extensions.is_empty() {
+        return Err(ConfigError::InvalidFile {
+            path: agent_path.to_path_buf(),
+            message: "`extensions` is empty: an agent needs at least one extension".into(),
+        });
+    }
+    if file.model.model.trim().is_empty() {
+        return Err(ConfigError::InvalidFile {
+            path: agent_path.to_path_buf(),
+            message: "`model.model` is empty".into(),
+        });
+    }
+    let mut system = Vec::new();
+    for (i, rel) in file.prompts.system.iter().enumerate() {
+        let text = read_required(files, rel, &format!("prompts.system[{i}]"), agent_path)?;
+        let name = Path::new(rel)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| rel.clone());
+        system.push(PromptSection { name, text });
+    }
+    let prompts = Prompts {
+        system,
+        task: read_required(files, &file.prompts.task, "prompts.task", agent_path)?,
+        text_protocol: read_required(
+            files,
+            &file.prompts.text_protocol,
+            "prompts.text_protocol",
+            agent_path,
+        )?,
+        compaction: read_required(
+            files,
+            &file.prompts.compaction,
+            "prompts.compaction",
+            agent_path,
+        )?,
+        note_taker: read_required(
+            files,
+            &file.prompts.note_taker,
+            "prompts.note_taker",
+            agent_path,
+        )?,
+    };
+
+    let mut tools = BTreeMap::new();
+    for rel in files.list_toml(&file.tools_dir)? {
+        let text = read_required(files, &rel, "tools_dir", agent_path)?;
+        let tool: ToolText = parse_located(&text, &files.display(&rel))?;
+        if !tool.parameters.is_object()
+            || tool.parameters.get("type").and_then(|t| t.as_str()) != Some("object")
+        {
+            return Err(ConfigError::InvalidFile {
+                path: files.display(&rel),
+                message: "`parameters` must be a JSON schema table with type = \"object\"".into(),
+            });
+        }
+        let name = Path::new(&rel)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        tools.insert(name, tool);
+    }
+
+    let messages_text = read_required(files, &file.messages, "messages", agent_path)?;
+    let messages: BTreeMap<String, String> =
+        parse_located(&messages_text, &files.display(&file.messages))?;
+    let reminders: BTreeMap<String, Reminder> = match files.read(&file.reminders)? {
+        Some(text) => parse_located(&text, &files.display(&file.reminders))?,
+        None => BTreeMap::new(),
+    };
+
+    let mut config = AgentConfig {
+        name: file.name,
+        description: file.description,
+        dir: match source {
+            AgentSource::Dir(dir) => Some(dir.clone()),
+            AgentSource::Builtin => None,
+        },
+        hash: String::new(),
+        model: file.model,
+        limits: file.limits,
+        context: file.context,
+        tests: file.tests,
+        finish: file.finish,
+        extensions: file.extensions,
+        prompts,
+        tools,
+        messages,
+        reminders,
+        pricing: file.pricing,
+    };
+    config.hash = config_hash(&config);
+    Ok(config)
+}
+
+/// Hash over everything that shapes behaviour (not where it was loaded from).
+fn config_hash(config: &AgentConfig) -> String {
+    let mut hashed = config.clone();
+    hashed.dir = None;
+    hashed.hash = String::new();
+    // Serializing plain data structures cannot fail; fall back to Debug anyway.
+    let bytes = serde_json::to_vec(&hashed).unwrap_or_else(|_| format!("{hashed:?}").into_bytes());
+    let digest = Sha256::digest(&bytes);
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+macro_rules! default_from_serde {
+    ($($ty:ty),*) => {$(
+        impl Default for $ty {
+            fn default() -> Self {
+                // An empty table deserializes through the field defaults.
+                match toml::Value::Table(toml::Table::new()).try_into() {
+                    Ok(v) => v,
+                    Err(err) => unreachable!("every field of {} has a default: {err}", stringify!($ty)),
+                }
+            }
+        }
+    )*};
+}
+default_from_serde!(Limits, ContextConfig, TestsConfig, FinishConfig);

@@ -1,0 +1,276 @@
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Which wire protocol the model speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// OpenAI-compatible chat completions: OpenAI, OpenRouter, Ollama, vLLM,
+    /// llama.cpp server, LM Studio.
+    #[serde(rename = "openai")]
+    OpenAi,
+    Anthropic,
+}
+
+/// How tool calls travel: the provider's native tool calling, or tagged
+/// blocks in plain text for models without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCalling {
+    #[default]
+    Native,
+    Text,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub provider: Provider,
+    pub model: String,
+    pub base_url: String,
+    /// Name of the environment variable holding the key (never the key).
+    #[serde(default)]
+    pub api_key_env: String,
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    #[serde(default = "defaults::max_output_tokens")]
+    pub max_output_tokens: u32,
+    #[serde(default = "defaults::request_timeout_secs")]
+    pub request_timeout_secs: u64,
+    #[serde(default = "defaults::yes")]
+    pub stream: bool,
+    #[serde(default)]
+    pub tool_calling: ToolCalling,
+    #[serde(default = "defaults::max_attempts")]
+    pub max_attempts: u32,
+    #[serde(default = "defaults::retry_base_delay_ms")]
+    pub retry_base_delay_ms: u64,
+    #[serde(default = "defaults::retry_max_delay_ms")]
+    pub retry_max_delay_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Model calls per session before the run stops.
+    #[serde(default = "defaults::max_iterations")]
+    pub max_iterations: u32,
+    /// Consecutive protocol repairs before the session fails.
+    #[serde(default = "defaults::max_protocol_repairs")]
+    pub max_protocol_repairs: u32,
+    /// Attempts after failing post-apply tests before giving up.
+    #[serde(default = "defaults::max_post_apply_attempts")]
+    pub max_post_apply_attempts: u32,
+    #[serde(default = "defaults::read_max_lines")]
+    pub read_max_lines: u32,
+    #[serde(default = "defaults::list_max_entries")]
+    pub list_max_entries: u32,
+    #[serde(default = "defaults::search_max_hits")]
+    pub search_max_hits: u32,
+    /// Hard cap on any tool result the model reads.
+    #[serde(default = "defaults::tool_output_max_chars")]
+    pub tool_output_max_chars: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextConfig {
+    /// The model's context window in tokens.
+    #[serde(default = "defaults::window_tokens")]
+    pub window_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestsConfig {
+    /// Empty: take it from `--test-cmd` or the workspace's metadata.json.
+    #[serde(default)]
+    pub command: String,
+    #[serde(default = "defaults::test_timeout_secs")]
+    pub timeout_secs: u64,
+    #[serde(default = "defaults::output_cap_bytes")]
+    pub output_cap_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinishConfig {
+    /// Refuse `finish` when the session copy has no change.
+    #[serde(default = "defaults::yes")]
+    pub require_change: bool,
+    /// Refuse `finish` when files changed after the last test run.
+    #[serde(default = "defaults::yes")]
+    pub require_tests_after_edit: bool,
+}
+
+/// Prices per million tokens, for cost estimates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Pricing {
+    #[serde(default)]
+    pub input_per_mtok: f64,
+    #[serde(default)]
+    pub cached_input_per_mtok: f64,
+    #[serde(default)]
+    pub output_per_mtok: f64,
+}
+
+impl Pricing {
+    /// Estimated cost in USD; cached prompt tokens are billed at the cached rate.
+    pub fn cost(&self, prompt_tokens: u64, cached_tokens: u64, completion_tokens: u64) -> f64 {
+        let fresh = prompt_tokens.saturating_sub(cached_tokens) as f64;
+        (fresh * self.input_per_mtok
+            + cached_tokens as f64 * self.cached_input_per_mtok
+            + completion_tokens as f64 * self.output_per_mtok)
+            / 1_000_000.0
+    }
+}
+
+/// One section of the system prompt, named after its file so the
+/// meta-agent and `config check` can point at it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptSection {
+    pub name: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prompts {
+    pub system: Vec<PromptSection>,
+    /// The first user message; placeholders `{task}`, `{guidance}`, `{project}`, `{test_command}`.
+    pub task: String,
+    /// Instructions for the text tool protocol; placeholder `{tools}`.
+    pub text_protocol: String,
+    pub compaction: String,
+    pub note_taker: String,
+}
+
+/// A tool's words: description, argument schema and error templates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolText {
+    pub description: String,
+    pub parameters: serde_json::Value,
+    #[serde(default)]
+    pub errors: BTreeMap<String, String>,
+}
+
+/// A text injected as a user message when a condition is met, at most
+/// `max_fires` times per session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reminder {
+    pub text: String,
+    #[serde(default = "defaults::max_fires")]
+    pub max_fires: u32,
+}
+
+/// A fully resolved agent: settings plus every text, ready to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentConfig {
+    pub name: String,
+    pub description: String,
+    /// The folder it was loaded from; `None` for the built-in default.
+    pub dir: Option<PathBuf>,
+    /// sha256 over the resolved config, so runs can be grouped by it.
+    pub hash: String,
+    pub model: ModelConfig,
+    pub limits: Limits,
+    pub context: ContextConfig,
+    pub tests: TestsConfig,
+    pub finish: FinishConfig,
+    /// Extension names in the order their callbacks run.
+    pub extensions: Vec<String>,
+    pub prompts: Prompts,
+    pub tools: BTreeMap<String, ToolText>,
+    /// Loop-level texts: protocol repairs, feedback framing, guidance header.
+    pub messages: BTreeMap<String, String>,
+    pub reminders: BTreeMap<String, Reminder>,
+    pub pricing: Pricing,
+}
+
+impl AgentConfig {
+    /// The system prompt: sections joined by blank lines.
+    pub fn system_prompt(&self) -> String {
+        self.prompts
+            .system
+            .iter()
+            .map(|s| s.text.trim_end())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// A loop-level message template, or a visible marker naming the missing
+    /// key (a config check catches these before a run).
+    pub fn message(&self, key: &str) -> &str {
+        self.messages
+            .get(key)
+            .map(String::as_str)
+            .unwrap_or("[missing message text]")
+    }
+
+    /// A tool's error template.
+    pub fn tool_error(&self, tool: &str, key: &str) -> &str {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.errors.get(key))
+            .map(String::as_str)
+            .unwrap_or("[missing tool error text]")
+    }
+}
+
+pub(crate) mod defaults {
+    pub fn yes() -> bool {
+        true
+    }
+    pub fn max_output_tokens() -> u32 {
+        4096
+    }
+    pub fn request_timeout_secs() -> u64 {
+        120
+    }
+    pub fn max_attempts() -> u32 {
+        5
+    }
+    pub fn retry_base_delay_ms() -> u64 {
+        500
+    }
+    pub fn retry_max_delay_ms() -> u64 {
+        20_000
+    }
+    pub fn max_iterations() -> u32 {
+        40
+    }
+    pub fn max_protocol_repairs() -> u32 {
+        3
+    }
+    pub fn max_post_apply_attempts() -> u32 {
+        2
+    }
+    pub fn read_max_lines() -> u32 {
+        300
+    }
+    pub fn list_max_entries() -> u32 {
+        300
+    }
+    pub fn search_max_hits() -> u32 {
+        60
+    }
+    pub fn tool_output_max_chars() -> u32 {
+        12_000
+    }
+    pub fn window_tokens() -> u64 {
+        128_000
+    }
+    pub fn test_timeout_secs() -> u64 {
+        300
+    }
+    pub fn output_cap_bytes() -> u64 {
+        200_000
+    }
+    pub fn max_fires() -> u32 {
+        2
+    }
+}

@@ -1,0 +1,231 @@
+use std::path::{Path, PathBuf};
+
+use quire_config::{
+    AgentSource, ConfigError, Loader, Override, Provider, ToolCalling, locate_agent,
+};
+
+fn repo_default() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../agents/default")
+}
+
+/// Copies the repo's default agent into a temp dir so a test can break it.
+fn scratch_agent() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo_default(), dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn default_agent_loads_with_every_text() {
+    let config = Loader::default()
+        .load(&AgentSource::Dir(repo_default()))
+        .unwrap();
+    assert_eq!(config.name, "default");
+    assert_eq!(config.model.provider, Provider::OpenAi);
+    assert!(config.system_prompt().contains("Quire"));
+    for tool in [
+        "list_files",
+        "read_file",
+        "search",
+        "edit_file",
+        "write_file",
+        "apply_patch",
+        "run_tests",
+        "finish",
+    ] {
+        let text = config
+            .tools
+            .get(tool)
+            .unwrap_or_else(|| panic!("tool {tool} has no text"));
+        assert!(!text.description.is_empty());
+        assert_eq!(text.parameters["type"], "object");
+    }
+    assert!(config.message("unknown_tool").contains("{name}"));
+    assert_eq!(config.hash.len(), 16);
+}
+
+#[test]
+fn builtin_copy_matches_the_repo_folder() {
+    let from_dir = Loader::default()
+        .load(&AgentSource::Dir(repo_default()))
+        .unwrap();
+    let builtin = Loader::default().load(&AgentSource::Builtin).unwrap();
+    assert_eq!(
+        from_dir.hash, builtin.hash,
+        "the embedded default agent is stale"
+    );
+    assert_eq!(builtin.dir, None);
+}
+
+#[test]
+fn overrides_change_values_and_the_hash() {
+    let base = Loader::default().load(&AgentSource::Builtin).unwrap();
+    let loader = Loader::new(vec![
+        Override::parse("model.base_url=http://127.0.0.1:9/v1").unwrap(),
+        Override::parse("model.provider=\"anthropic\"").unwrap(),
+        Override::parse("limits.max_iterations=7").unwrap(),
+        Override::parse("model.tool_calling=text").unwrap(),
+    ]);
+    let config = loader.load(&AgentSource::Builtin).unwrap();
+    assert_eq!(config.model.base_url, "http://127.0.0.1:9/v1");
+    assert_eq!(config.model.provider, Provider::Anthropic);
+    assert_eq!(config.limits.max_iterations, 7);
+    assert_eq!(config.model.tool_calling, ToolCalling::Text);
+    assert_ne!(config.hash, base.hash);
+}
+
+#[test]
+fn unknown_override_key_is_named_with_expected_keys() {
+    let loader = Loader::new(vec![Override::parse("model.bse_url=x").unwrap()]);
+    let err = loader.load(&AgentSource::Builtin).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ConfigError::Override { .. }), "{text}");
+    assert!(text.contains("model.bse_url"), "{text}");
+    assert!(
+        text.contains("base_url"),
+        "should list what was expected: {text}"
+    );
+}
+
+#[test]
+fn wrong_type_override_fails() {
+    let loader = Loader::new(vec![Override::parse("limits.max_iterations=lots").unwrap()]);
+    let err = loader.load(&AgentSource::Builtin).unwrap_err().to_string();
+    assert!(err.contains("limits.max_iterations"), "{err}");
+}
+
+#[test]
+fn unknown_key_in_file_reports_line_and_column() {
+    let dir = scratch_agent();
+    let path = dir.path().join("agent.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace("temperature = 0.0", "temprature = 0.0");
+    std::fs::write(&path, &text).unwrap();
+    let expected_line = text
+        .lines()
+        .position(|l| l.starts_with("temprature"))
+        .unwrap()
+        + 1;
+    let err = Loader::default()
+        .load(&AgentSource::Dir(dir.path().into()))
+        .unwrap_err();
+    match &err {
+        ConfigError::Invalid {
+            path: p,
+            line,
+            column,
+            message,
+        } => {
+            assert_eq!(p, &path);
+            assert_eq!(*line, expected_line);
+            assert_eq!(*column, 1);
+            assert!(
+                message.contains("temprature") && message.contains("temperature"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a located error, got {other}"),
+    }
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}:{expected_line}:1:", path.display()))
+    );
+}
+
+#[test]
+fn malformed_toml_in_a_tool_file_is_located() {
+    let dir = scratch_agent();
+    let path = dir.path().join("tools/read_file.toml");
+    std::fs::write(
+        &path,
+        "description = \"x\"\n[parameters\ntype = \"object\"\n",
+    )
+    .unwrap();
+    let err = Loader::default()
+        .load(&AgentSource::Dir(dir.path().into()))
+        .unwrap_err();
+    match err {
+        ConfigError::Invalid { path: p, line, .. } => {
+            assert_eq!(p, path);
+            assert_eq!(line, 2);
+        }
+        other => panic!("expected a located error, got {other}"),
+    }
+}
+
+#[test]
+fn missing_referenced_file_names_the_path() {
+    let dir = scratch_agent();
+    std::fs::remove_file(dir.path().join("prompts/workflow.md")).unwrap();
+    let err = Loader::default()
+        .load(&AgentSource::Dir(dir.path().into()))
+        .unwrap_err();
+    assert!(matches!(err, ConfigError::MissingFile { .. }));
+    let text = err.to_string();
+    assert!(
+        text.contains("prompts/workflow.md") && text.contains("prompts.system[1]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn locate_agent_prefers_paths_then_search_dirs_then_builtin() {
+    let dir = scratch_agent();
+    assert_eq!(
+        locate_agent(dir.path().to_str().unwrap(), &[]).unwrap(),
+        AgentSource::Dir(dir.path().into())
+    );
+    let parent = tempfile::tempdir().unwrap();
+    copy_dir(&repo_default(), &parent.path().join("mine"));
+    assert_eq!(
+        locate_agent("mine", &[parent.path().into()]).unwrap(),
+        AgentSource::Dir(parent.path().join("mine"))
+    );
+    assert_eq!(
+        locate_agent("default", &[parent.path().into()]).unwrap(),
+        AgentSource::Builtin
+    );
+    let err = locate_agent("nope", &[parent.path().into()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("nope"), "{err}");
+}
+
+#[test]
+fn env_overrides_map_double_underscores_to_dots() {
+    // Unique variable name so parallel tests don't interfere.
+    // SAFETY of set_var: tests in this file do not read this variable concurrently.
+    unsafe { std::env::set_var("QUIRE__LIMITS__READ_MAX_LINES", "99") };
+    let found = Override::from_env();
+    unsafe { std::env::remove_var("QUIRE__LIMITS__READ_MAX_LINES") };
+    let ov = found
+        .iter()
+        .find(|o| o.key == "limits.read_max_lines")
+        .expect("override from env");
+    assert_eq!(ov.value, "99");
+    let config = Loader::new(vec![ov.clone()])
+        .load(&AgentSource::Builtin)
+        .unwrap();
+    assert_eq!(config.limits.read_max_lines, 99);
+}
+
+#[test]
+fn pricing_bills_cached_tokens_at_the_cached_rate() {
+    let config = Loader::default().load(&AgentSource::Builtin).unwrap();
+    let cost = config.pricing.cost(1_000_000, 500_000, 100_000);
+    let expected = 0.5 * 0.40 + 0.5 * 0.10 + 0.1 * 1.60;
+    assert!((cost - expected).abs() < 1e-9, "{cost} vs {expected}");
+}

@@ -1,0 +1,5 @@
+//! Extensions that belong to no tool: they shape the protocol itself.
+
+mod protocol;
+
+pub use protocol::ProtocolExtension;

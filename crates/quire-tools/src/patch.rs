@@ -1,0 +1,301 @@
+//! `apply_patch`: a model-written unified diff, repaired, applied to every
+//! file or to none.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use quire_config::AgentConfig;
+use quire_core::{Ctx, ToolOutput};
+use quire_patch::{
+    ApplyError, ApplyOptions, ChangeKind, Fix, MatchMode, PatchError, SearchKind, apply_patch,
+};
+use quire_workspace::SessionCopy;
+use serde_json::{Map, Value};
+
+use crate::paths::{Refusal, resolve};
+use crate::state::WorkspaceState;
+use crate::util::{content_hash, file_diff, number_lines, str_arg, text, write_atomic};
+
+pub(crate) const TOOL: &str = "apply_patch";
+/// Most expected lines quoted back for a failed hunk.
+const EXPECTED_MAX: usize = 30;
+
+pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) -> ToolOutput {
+    let config = ctx.config.clone();
+    let patch_text = str_arg(args, "patch").unwrap_or("");
+    let mut outside: Vec<String> = Vec::new();
+    // Original content by the path spelled in the patch; `None` = no file.
+    let mut originals: HashMap<String, Option<String>> = HashMap::new();
+    let result = apply_patch(
+        patch_text,
+        |p: &str| {
+            if let Some(known) = originals.get(p) {
+                return known.clone();
+            }
+            let content = match resolve(copy, p) {
+                Err(Refusal::Outside) => {
+                    outside.push(p.to_string());
+                    None
+                }
+                Err(Refusal::Missing(_)) => None,
+                Ok(r) if r.abs == copy.root() => None,
+                Ok(r) => std::fs::read(&r.abs)
+                    .ok()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned()),
+            };
+            originals.insert(p.to_string(), content.clone());
+            content
+        },
+        &ApplyOptions::default(),
+    );
+    if let Some(path) = outside.first() {
+        return ToolOutput::error(text(&config, TOOL, "outside", &[("path", path)]));
+    }
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(PatchError::Parse(err)) => {
+            return ToolOutput::error(text(&config, TOOL, "parse", &[("error", &err.to_string())]));
+        }
+        Err(PatchError::Apply(err)) => {
+            if let Ok(r) = resolve(copy, err.path()) {
+                ctx.state
+                    .get_mut::<WorkspaceState>()
+                    .note_edit_failure(&r.rel);
+            }
+            return ToolOutput::error(apply_error_text(&config, &err));
+        }
+    };
+
+    if outcome.files.is_empty() {
+        return ToolOutput::error(text(&config, TOOL, "no_change", &[]));
+    }
+
+    // Every file the patch changes must have been read, except new ones.
+    let mut targets: Vec<(PathBuf, String)> = Vec::with_capacity(outcome.files.len());
+    for file in &outcome.files {
+        let r = match resolve(copy, &file.path) {
+            Ok(r) => r,
+            Err(Refusal::Outside) => {
+                return ToolOutput::error(text(&config, TOOL, "outside", &[("path", &file.path)]));
+            }
+            Err(Refusal::Missing(error)) => {
+                return ToolOutput::error(text(
+                    &config,
+                    TOOL,
+                    "io",
+                    &[("path", &file.path), ("error", &error)],
+                ));
+            }
+        };
+        if file.kind != ChangeKind::Created
+            && !ctx.state.get_mut::<WorkspaceState>().was_read(&r.rel)
+        {
+            return ToolOutput::error(text(&config, TOOL, "not_read", &[("path", &r.rel)]));
+        }
+        targets.push((r.abs, r.rel));
+    }
+
+    // Write everything; on the first failure put back what was written.
+    let mut written: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
+    for (file, (abs, rel)) in outcome.files.iter().zip(&targets) {
+        let before = std::fs::read(abs).ok();
+        let result = match &file.content {
+            Some(content) => abs
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| write_atomic(abs, content.as_bytes())),
+            None => std::fs::remove_file(abs),
+        };
+        if let Err(err) = result {
+            rollback(&written);
+            return ToolOutput::error(text(
+                &config,
+                TOOL,
+                "io",
+                &[("path", rel), ("error", &err.to_string())],
+            ));
+        }
+        written.push((abs.clone(), before));
+    }
+
+    let state = ctx.state.get_mut::<WorkspaceState>();
+    let mut listed = Vec::new();
+    let mut diff = String::new();
+    let mut notes = Vec::new();
+    for (file, (_, rel)) in outcome.files.iter().zip(&targets) {
+        let mark = match file.kind {
+            ChangeKind::Created => "A",
+            ChangeKind::Modified => "M",
+            ChangeKind::Deleted => "D",
+        };
+        listed.push(format!("{mark} {rel}"));
+        match &file.content {
+            Some(content) => state.mark_edited(rel, content_hash(content.as_bytes())),
+            None => state.mark_deleted(rel),
+        }
+        let before = originals.get(&file.path).cloned().flatten();
+        let before = if file.kind == ChangeKind::Created {
+            None
+        } else {
+            before
+        };
+        diff.push_str(&file_diff(rel, before.as_deref(), file.content.as_deref()));
+        for h in &file.hunks {
+            let (hunk, line, stated) = (
+                h.hunk.to_string(),
+                h.applied_line.to_string(),
+                h.stated_line.to_string(),
+            );
+            let vars = [
+                ("hunk", hunk.as_str()),
+                ("path", rel.as_str()),
+                ("line", line.as_str()),
+                ("stated", stated.as_str()),
+            ];
+            if h.stated_line == 0 {
+                notes.push(text(&config, TOOL, "placed_unanchored", &vars));
+            } else if h.search != SearchKind::AtStatedLine {
+                notes.push(text(&config, TOOL, "placed_offset", &vars));
+            }
+            if h.mode == MatchMode::IgnoringTrailingWhitespace {
+                notes.push(text(&config, TOOL, "placed_whitespace", &vars));
+            }
+        }
+    }
+    let mut agent = text(&config, TOOL, "applied", &[("files", &listed.join(", "))]);
+    // A fix whose text is empty is not worth the model's attention.
+    let fixes: Vec<String> = outcome
+        .fixes
+        .iter()
+        .map(|f| fix_text(&config, f))
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    if !fixes.is_empty() {
+        agent.push('\n');
+        agent.push_str(&text(
+            &config,
+            TOOL,
+            "repaired",
+            &[("fixes", &fixes.join("; "))],
+        ));
+    }
+    if !notes.is_empty() {
+        agent.push('\n');
+        agent.push_str(&text(
+            &config,
+            TOOL,
+            "fuzz",
+            &[("notes", &notes.join("; "))],
+        ));
+    }
+    ToolOutput::ok(agent, diff)
+}
+
+/// Puts files back as they were before this patch started writing.
+fn rollback(written: &[(PathBuf, Option<Vec<u8>>)]) {
+    for (abs, before) in written.iter().rev() {
+        let result = match before {
+            Some(bytes) => write_atomic(abs, bytes),
+            None => std::fs::remove_file(abs),
+        };
+        if let Err(err) = result {
+            tracing::error!(path = %abs.display(), %err, "could not roll back a partly applied patch");
+        }
+    }
+}
+
+fn apply_error_text(config: &AgentConfig, err: &ApplyError) -> String {
+    match err {
+        ApplyError::ContextNotFound {
+            path,
+            hunk,
+            expected,
+            closest,
+            ..
+        } => {
+            let mut shown: Vec<&str> = expected
+                .iter()
+                .take(EXPECTED_MAX)
+                .map(String::as_str)
+                .collect();
+            if expected.len() > EXPECTED_MAX {
+                shown.push("…");
+            }
+            let nearest = match closest {
+                Some(region) => {
+                    let lines: Vec<&str> = region
+                        .lines
+                        .iter()
+                        .map(String::as_str)
+                        .take(EXPECTED_MAX)
+                        .collect();
+                    number_lines(&lines, region.line)
+                }
+                None => text(config, TOOL, "no_nearest", &[]),
+            };
+            let reason = text(config, TOOL, "reason_not_found", &[]);
+            text(
+                config,
+                TOOL,
+                "hunk_failed",
+                &[
+                    ("hunk", &hunk.to_string()),
+                    ("path", path),
+                    ("reason", &reason),
+                    ("expected", &shown.join("\n")),
+                    ("nearest", &nearest),
+                ],
+            )
+        }
+        ApplyError::Ambiguous {
+            path, hunk, places, ..
+        } => {
+            let lines: Vec<String> = places.iter().map(ToString::to_string).collect();
+            text(
+                config,
+                TOOL,
+                "hunk_ambiguous",
+                &[
+                    ("hunk", &hunk.to_string()),
+                    ("path", path),
+                    ("lines", &lines.join(", ")),
+                ],
+            )
+        }
+        ApplyError::FileMissing { path } => text(config, TOOL, "missing_file", &[("path", path)]),
+        ApplyError::FileExists { path } => text(config, TOOL, "file_exists", &[("path", path)]),
+    }
+}
+
+/// A repair in the config's words.
+fn fix_text(config: &AgentConfig, fix: &Fix) -> String {
+    match fix {
+        Fix::NormalizedLineEndings => text(config, TOOL, "fix_line_endings", &[]),
+        Fix::StrippedCodeFences { fences } => text(
+            config,
+            TOOL,
+            "fix_fences",
+            &[("count", &fences.to_string())],
+        ),
+        Fix::DroppedText {
+            first_line,
+            last_line,
+        } => text(
+            config,
+            TOOL,
+            "fix_dropped_text",
+            &[
+                ("first", &first_line.to_string()),
+                ("last", &last_line.to_string()),
+            ],
+        ),
+        Fix::AddedContextPrefix { lines, .. } => text(
+            config,
+            TOOL,
+            "fix_context_prefix",
+            &[("count", &lines.len().to_string())],
+        ),
+        Fix::RecomputedHunkCounts { .. } => text(config, TOOL, "fix_counts", &[]),
+        Fix::AddedPathPrefixes { .. } => text(config, TOOL, "fix_path_prefixes", &[]),
+    }
+}

@@ -1,0 +1,164 @@
+//! `run_tests`: the test command in the session copy, with a compact digest
+//! for the model and the full output for the user.
+
+use std::time::{Duration, Instant};
+
+use quire_config::AgentConfig;
+use quire_core::{Ctx, ToolOutput};
+
+use crate::state::{TestSummary, WorkspaceState};
+use crate::util::text;
+use quire_workspace::{RunOptions, SessionCopy, TestDigest, digest_test_output, run_command};
+
+pub(crate) const TOOL: &str = "run_tests";
+/// Most failing test names listed in the digest.
+const FAILING_MAX: usize = 15;
+/// Most error lines quoted in the digest.
+const ERROR_LINES_MAX: usize = 20;
+
+pub(crate) async fn run(copy: &SessionCopy, command: Option<&str>, ctx: &mut Ctx) -> ToolOutput {
+    let config = ctx.config.clone();
+    let Some(command) = command else {
+        return ToolOutput::error(text(&config, TOOL, "no_command", &[]));
+    };
+    ctx.state.get_mut::<WorkspaceState>().test_command = Some(command.to_string());
+    let options = RunOptions {
+        timeout: Duration::from_secs(config.tests.timeout_secs),
+        output_cap_bytes: usize::try_from(config.tests.output_cap_bytes).unwrap_or(usize::MAX),
+        env: vec![("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string())],
+    };
+    let started = Instant::now();
+    let output = match run_command(command, copy.root(), &options).await {
+        Ok(output) => output,
+        Err(err) => {
+            tracing::warn!(%err, command, "test command could not start");
+            return ToolOutput::error(text(
+                &config,
+                TOOL,
+                "start_failed",
+                &[("command", command), ("error", &err.to_string())],
+            ));
+        }
+    };
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let digest = digest_test_output(&output.output, output.exit_code);
+    let agent = render_digest(&config, &digest, output.exit_code, output.timed_out);
+    tracing::info!(exit_code = ?output.exit_code, timed_out = output.timed_out, duration_ms, "tests ran");
+
+    let summary = TestSummary {
+        command: command.to_string(),
+        exit_code: output.exit_code,
+        passed: digest.passed,
+        failed: digest.failed,
+        errors: digest.errors,
+        timed_out: output.timed_out,
+        failing_tests: digest.failing_tests.clone(),
+        digest: agent.clone(),
+        output: output.output.clone(),
+        duration_ms,
+    };
+    // The trajectory gets a typed test-run event beside the tool result, so
+    // reports and the note-taker need not parse tool output.
+    if let Err(err) = ctx.emit(quire_types::EventKind::TestRun {
+        phase: "agent".into(),
+        command: command.to_string(),
+        exit_code: output.exit_code,
+        passed: digest.passed,
+        failed: digest.failed,
+        timed_out: output.timed_out,
+        digest: summary.digest.clone(),
+        output: String::new(),
+        duration_ms,
+    }) {
+        tracing::warn!(%err, "could not record the test run");
+    }
+    let state = ctx.state.get_mut::<WorkspaceState>();
+    state.last_test = Some(summary);
+    state.test_runs += 1;
+    // A run that timed out still counts: the model has seen what the tests
+    // do with its change, and cannot make a hanging suite finish.
+    state.edits_since_test = false;
+
+    let out = if output.timed_out {
+        ToolOutput::error(agent)
+    } else {
+        ToolOutput::ok(agent, String::new())
+    };
+    ToolOutput {
+        user_view: output.output,
+        ..out
+    }
+}
+
+/// The model's view of a run: outcome line, failing tests, first errors.
+fn render_digest(
+    config: &AgentConfig,
+    digest: &TestDigest,
+    exit_code: Option<i32>,
+    timed_out: bool,
+) -> String {
+    // pytest frames its summary in `=====`; the frame costs tokens only.
+    let summary = digest
+        .summary_line
+        .as_deref()
+        .map(|s| s.trim_matches(|c: char| c == '=' || c.is_whitespace()))
+        .unwrap_or("");
+    let code = exit_code.map_or_else(|| "-".to_string(), |c| c.to_string());
+    let mut out = if timed_out {
+        text(
+            config,
+            TOOL,
+            "timeout",
+            &[
+                ("seconds", &config.tests.timeout_secs.to_string()),
+                ("summary", summary),
+            ],
+        )
+    } else if exit_code == Some(0) {
+        text(config, TOOL, "passed", &[("summary", summary)])
+    } else {
+        text(
+            config,
+            TOOL,
+            "failed",
+            &[("code", &code), ("summary", summary)],
+        )
+    };
+    if !digest.failing_tests.is_empty() {
+        let mut names: Vec<&str> = digest
+            .failing_tests
+            .iter()
+            .take(FAILING_MAX)
+            .map(String::as_str)
+            .collect();
+        let more = digest.failing_tests.len().saturating_sub(FAILING_MAX) + digest.more_failing;
+        let more_text;
+        if more > 0 {
+            more_text = format!("(+{more})");
+            names.push(&more_text);
+        }
+        out.push('\n');
+        out.push_str(&text(
+            config,
+            TOOL,
+            "failing",
+            &[("tests", &names.join("\n"))],
+        ));
+    }
+    if !digest.first_error_lines.is_empty() && exit_code != Some(0) {
+        let lines: Vec<&str> = digest
+            .first_error_lines
+            .iter()
+            .take(ERROR_LINES_MAX)
+            .map(String::as_str)
+            .collect();
+        out.push('\n');
+        out.push_str(&text(
+            config,
+            TOOL,
+            "errors",
+            &[("lines", &lines.join("\n"))],
+        ));
+    }
+    out
+}

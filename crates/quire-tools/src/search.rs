@@ -1,0 +1,216 @@
+//! `search`: `path:line:text` hits for a literal or a regex, honouring
+//! `.gitignore`.
+
+use std::path::{Path, PathBuf};
+
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::sinks::Lossy;
+use grep_searcher::{BinaryDetection, SearcherBuilder};
+use ignore::overrides::OverrideBuilder;
+use quire_config::AgentConfig;
+use quire_core::ToolOutput;
+use serde_json::{Map, Value};
+
+use crate::paths::{Refusal, Resolved};
+use crate::util::{bool_arg, str_arg, text};
+use crate::walk::{rel_string, walk};
+
+pub(crate) const TOOL: &str = "search";
+/// Longest hit text shown; longer lines are cut around the match.
+const HIT_CHARS: usize = 200;
+/// Files above this size (data dumps, bundles) are not searched.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Everything a search needs, owned, so it can run off the async thread.
+pub(crate) struct Request {
+    pub root: PathBuf,
+    pub target: Result<Resolved, Refusal>,
+    pub raw_path: String,
+    pub pattern: String,
+    pub regex: bool,
+    pub glob: Option<String>,
+}
+
+impl Request {
+    pub(crate) fn from_args(
+        root: &Path,
+        target: Result<Resolved, Refusal>,
+        args: &Map<String, Value>,
+    ) -> Request {
+        Request {
+            root: root.to_path_buf(),
+            target,
+            raw_path: str_arg(args, "path").unwrap_or("").to_string(),
+            pattern: str_arg(args, "pattern").unwrap_or("").to_string(),
+            regex: bool_arg(args, "regex").unwrap_or(false),
+            glob: str_arg(args, "glob")
+                .map(str::trim)
+                .filter(|g| !g.is_empty())
+                .map(str::to_string),
+        }
+    }
+}
+
+pub(crate) fn run(config: &AgentConfig, req: &Request) -> ToolOutput {
+    let target = match &req.target {
+        Ok(target) => target,
+        Err(Refusal::Outside) => {
+            return ToolOutput::error(text(config, TOOL, "outside", &[("path", &req.raw_path)]));
+        }
+        Err(Refusal::Missing(_)) => {
+            return ToolOutput::error(text(config, TOOL, "not_found", &[("path", &req.raw_path)]));
+        }
+    };
+    let meta = match std::fs::metadata(&target.abs) {
+        Ok(meta) => meta,
+        Err(_) => {
+            return ToolOutput::error(text(config, TOOL, "not_found", &[("path", &req.raw_path)]));
+        }
+    };
+    if req.pattern.is_empty() {
+        return ToolOutput::error(text(config, TOOL, "empty_pattern", &[]));
+    }
+    let matcher = match RegexMatcherBuilder::new()
+        .fixed_strings(!req.regex)
+        .line_terminator(Some(b'\n'))
+        .build(&req.pattern)
+    {
+        Ok(m) => m,
+        Err(err) => {
+            return ToolOutput::error(text(
+                config,
+                TOOL,
+                "bad_regex",
+                &[("error", &err.to_string())],
+            ));
+        }
+    };
+    let files: Vec<PathBuf> = if meta.is_dir() {
+        let overrides = match &req.glob {
+            None => None,
+            Some(glob) => {
+                let built = OverrideBuilder::new(&req.root)
+                    .add(glob)
+                    .and_then(|b| b.build());
+                match built {
+                    Ok(o) => Some(o),
+                    Err(err) => {
+                        return ToolOutput::error(text(
+                            config,
+                            TOOL,
+                            "bad_glob",
+                            &[("glob", glob), ("error", &err.to_string())],
+                        ));
+                    }
+                }
+            }
+        };
+        walk(&req.root, &target.abs, None, overrides)
+            .into_iter()
+            .filter(|f| !f.is_dir)
+            .map(|f| f.path)
+            .collect()
+    } else {
+        vec![target.abs.clone()]
+    };
+
+    let max_hits = config.limits.search_max_hits as usize;
+    let mut hits: Vec<String> = Vec::new();
+    let mut total = 0usize;
+    let mut files_hit = 0usize;
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(0))
+        .build();
+    for file in &files {
+        if std::fs::metadata(file)
+            .map(|m| m.len() > MAX_FILE_BYTES)
+            .unwrap_or(true)
+        {
+            continue;
+        }
+        let rel = rel_string(&req.root, file);
+        let before = total;
+        let result = searcher.search_path(
+            &matcher,
+            file,
+            Lossy(|line_number, line| {
+                total += 1;
+                if hits.len() < max_hits {
+                    hits.push(format!("{rel}:{line_number}:{}", hit_text(&matcher, line)));
+                }
+                Ok(true)
+            }),
+        );
+        if let Err(err) = result {
+            tracing::debug!(file = %file.display(), %err, "search skipped a file");
+        }
+        if total > before {
+            files_hit += 1;
+        }
+    }
+
+    let where_ = target.rel.as_str();
+    if total == 0 {
+        let out = match &req.glob {
+            Some(glob) => text(
+                config,
+                TOOL,
+                "no_hits_glob",
+                &[("pattern", &req.pattern), ("path", where_), ("glob", glob)],
+            ),
+            None => text(
+                config,
+                TOOL,
+                "no_hits",
+                &[("pattern", &req.pattern), ("path", where_)],
+            ),
+        };
+        return ToolOutput::ok(out.clone(), out);
+    }
+    let mut out = hits.join("\n");
+    if total > hits.len() {
+        out.push('\n');
+        out.push_str(&text(
+            config,
+            TOOL,
+            "truncated",
+            &[
+                ("cut", &(total - hits.len()).to_string()),
+                ("total", &total.to_string()),
+                ("files", &files_hit.to_string()),
+            ],
+        ));
+    }
+    ToolOutput::ok(out.clone(), out)
+}
+
+/// The hit line without surrounding whitespace, cut to [`HIT_CHARS`]
+/// characters around the first match when it is longer.
+fn hit_text(matcher: &RegexMatcher, line: &str) -> String {
+    let line = line.trim();
+    let count = line.chars().count();
+    if count <= HIT_CHARS {
+        return line.to_string();
+    }
+    let match_start = matcher
+        .find(line.as_bytes())
+        .ok()
+        .flatten()
+        .map_or(0, |m| m.start());
+    let match_char = line.get(..match_start).map_or(0, |s| s.chars().count());
+    let start = match_char
+        .saturating_sub(HIT_CHARS / 4)
+        .min(count - HIT_CHARS);
+    let body: String = line.chars().skip(start).take(HIT_CHARS).collect();
+    let mut out = String::with_capacity(body.len() + 6);
+    if start > 0 {
+        out.push('…');
+    }
+    out.push_str(&body);
+    if start + HIT_CHARS < count {
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,167 @@
+//! What the tools remember during a session, shared through `ctx.state` so
+//! reminders, the finish check and the session driver can read it.
+
+use std::collections::BTreeMap;
+
+/// Per-session workspace facts, kept in [`quire_core::StateMap`].
+#[derive(Debug, Clone, Default)]
+pub struct WorkspaceState {
+    /// Files the model has seen, by workspace-relative path (`/`-separated),
+    /// with the sha256 of their content when last read or written by a tool.
+    pub files_read: BTreeMap<String, String>,
+    /// Files changed by a tool, in the order first changed.
+    pub edited_files: Vec<String>,
+    /// True when a tool changed a file after the last test run (or no test
+    /// ran since the first edit); `finish` refuses while it is set.
+    pub edits_since_test: bool,
+    /// The latest `run_tests` result.
+    pub last_test: Option<TestSummary>,
+    /// How many times `run_tests` ran; the session driver compares it with
+    /// what it has recorded to emit one `TestRun` event per run.
+    pub test_runs: u32,
+    /// Consecutive failed `edit_file`/`apply_patch` attempts per path, reset
+    /// by a successful change of that path (reminders key off it).
+    pub edit_failures: BTreeMap<String, u32>,
+    /// The command `run_tests` runs, set by the `tests` extension when it
+    /// starts; `None` when tests cannot be run, so `finish` does not demand
+    /// them.
+    pub test_command: Option<String>,
+}
+
+impl WorkspaceState {
+    /// Whether `path` was read (or written) in this session.
+    pub fn was_read(&self, path: &str) -> bool {
+        self.files_read.contains_key(path)
+    }
+
+    /// Records that `path` was seen with content hash `hash`.
+    pub(crate) fn mark_read(&mut self, path: &str, hash: String) {
+        self.files_read.insert(path.to_string(), hash);
+    }
+
+    /// Records a successful change to `path` with its new content hash.
+    pub(crate) fn mark_edited(&mut self, path: &str, hash: String) {
+        self.mark_read(path, hash);
+        if !self.edited_files.iter().any(|p| p == path) {
+            self.edited_files.push(path.to_string());
+        }
+        self.edits_since_test = true;
+        self.edit_failures.remove(path);
+    }
+
+    /// Counts a failed change attempt on `path`.
+    pub(crate) fn note_edit_failure(&mut self, path: &str) {
+        *self.edit_failures.entry(path.to_string()).or_insert(0) += 1;
+    }
+
+    /// Forgets a file (deleted by a patch).
+    pub(crate) fn mark_deleted(&mut self, path: &str) {
+        self.files_read.remove(path);
+        if !self.edited_files.iter().any(|p| p == path) {
+            self.edited_files.push(path.to_string());
+        }
+        self.edits_since_test = true;
+        self.edit_failures.remove(path);
+    }
+}
+
+/// One `run_tests` result: everything a `TestRun` event records.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TestSummary {
+    pub command: String,
+    /// `None` when the process was killed (timeout) or died by a signal.
+    pub exit_code: Option<i32>,
+    pub passed: Option<u32>,
+    pub failed: Option<u32>,
+    pub errors: Option<u32>,
+    pub timed_out: bool,
+    pub failing_tests: Vec<String>,
+    /// The compact digest the model read.
+    pub digest: String,
+    /// The full (capped) output the user sees.
+    pub output: String,
+    pub duration_ms: u64,
+}
+
+impl TestSummary {
+    /// Exit code 0 and not timed out.
+    pub fn succeeded(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+}
+
+/// Rebuilds what the tools knew from a resumed conversation: files read or
+/// changed by successful calls, and whether an edit followed the last test
+/// run. Hashes are taken from the session copy as it is now.
+pub(crate) fn rebuild(
+    copy: &quire_workspace::SessionCopy,
+    messages: &[quire_types::Message],
+) -> WorkspaceState {
+    use quire_types::Message;
+    let mut state = WorkspaceState::default();
+    let mut calls = std::collections::HashMap::new();
+    let hash_of = |rel: &str| {
+        copy.resolve(rel)
+            .ok()
+            .and_then(|p| std::fs::read(p).ok())
+            .map(|bytes| crate::util::content_hash(&bytes))
+    };
+    for message in messages {
+        match message {
+            Message::Assistant { tool_calls, .. } => {
+                for call in tool_calls {
+                    calls.insert(call.id.clone(), call.clone());
+                }
+            }
+            Message::Tool {
+                call_id,
+                is_error: false,
+                ..
+            } => {
+                let Some(call) = calls.get(call_id) else {
+                    continue;
+                };
+                let args: serde_json::Value =
+                    serde_json::from_str(&call.arguments).unwrap_or_default();
+                let path = args
+                    .get("path")
+                    .and_then(|p| p.as_str())
+                    .unwrap_or_default();
+                match call.name.as_str() {
+                    crate::read::TOOL => {
+                        if let Some(hash) = hash_of(path) {
+                            state.mark_read(path, hash);
+                        }
+                    }
+                    crate::edit::TOOL | crate::write::TOOL => {
+                        if let Some(hash) = hash_of(path) {
+                            state.mark_edited(path, hash);
+                        }
+                    }
+                    crate::patch::TOOL => {
+                        let text = args
+                            .get("patch")
+                            .and_then(|p| p.as_str())
+                            .unwrap_or_default();
+                        let repaired = quire_patch::repair(text);
+                        if let Ok(patch) = quire_patch::parse(&repaired.patch_text) {
+                            for file in &patch.files {
+                                match hash_of(file.path()) {
+                                    Some(hash) => state.mark_edited(file.path(), hash),
+                                    None => state.mark_deleted(file.path()),
+                                }
+                            }
+                        }
+                    }
+                    crate::run_tests::TOOL => {
+                        state.edits_since_test = false;
+                        state.test_runs += 1;
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    state
+}

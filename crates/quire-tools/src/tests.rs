@@ -1,0 +1,1102 @@
+//! Behaviour of the tools through their extensions, on temporary workspaces
+//! with the built-in default config.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use quire_config::{AgentConfig, AgentSource, Loader};
+use quire_core::{Action, Control, Ctx, Extension, NullSink, ToolOutput};
+use quire_types::ToolCall;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::{Finisher, TestRunner, WorkspaceState, WorkspaceTools};
+use quire_workspace::SessionCopy;
+
+fn config() -> AgentConfig {
+    Loader::default()
+        .load(&AgentSource::Builtin)
+        .expect("built-in config loads")
+}
+
+fn ctx_with(config: AgentConfig) -> Ctx {
+    Ctx::new(Arc::new(config), Arc::new(NullSink))
+}
+
+fn ctx() -> Ctx {
+    ctx_with(config())
+}
+
+/// A workspace holding `files`, and its session copy.
+struct Ws {
+    _dirs: TempDir,
+    root: std::path::PathBuf,
+    copy: Arc<SessionCopy>,
+}
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+fn workspace(files: &[(&str, &str)]) -> Ws {
+    let dirs = TempDir::new().unwrap();
+    let original = dirs.path().join("original");
+    let root = dirs.path().join("copy");
+    for (rel, content) in files {
+        write(&original, rel, content);
+    }
+    std::fs::create_dir_all(&original).unwrap();
+    let copy = Arc::new(SessionCopy::create(&original, &root).unwrap());
+    Ws {
+        _dirs: dirs,
+        root,
+        copy,
+    }
+}
+
+fn action(tool: &str, args: Value) -> Action {
+    let map = match args {
+        Value::Object(map) => map,
+        _ => panic!("args must be an object"),
+    };
+    Action {
+        call: ToolCall::new("call-1", tool, Value::Object(map.clone()).to_string()),
+        args: map,
+    }
+}
+
+async fn call(ext: &dyn Extension, ctx: &mut Ctx, tool: &str, args: Value) -> ToolOutput {
+    ext.execute(ctx, &action(tool, args)).await
+}
+
+fn tools(ws: &Ws) -> WorkspaceTools {
+    WorkspaceTools::new(ws.copy.clone())
+}
+
+fn err_text(ctx: &Ctx, tool: &str, key: &str) -> String {
+    ctx.config.tool_error(tool, key).to_string()
+}
+
+/// The fixed part of an error template before its first placeholder.
+fn prefix_of(template: &str) -> &str {
+    template.split('{').next().unwrap_or(template)
+}
+
+// ---------------------------------------------------------------- list_files
+
+#[tokio::test]
+async fn list_honours_gitignore_and_puts_folders_first() {
+    let ws = workspace(&[
+        (".gitignore", "build/\n*.log\n"),
+        ("zeta.py", "x"),
+        ("src/app.py", "x"),
+        ("src/util/helpers.py", "x"),
+    ]);
+    // Produced in the copy after it was made (the copy skips ignored files).
+    write(&ws.root, "build/out.txt", "x");
+    write(&ws.root, "debug.log", "x");
+    write(&ws.root, ".git/HEAD", "ref");
+    let mut ctx = ctx();
+    let out = call(&tools(&ws), &mut ctx, "list_files", json!({})).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    let view = out.agent_view;
+    assert!(!view.contains("build"), "{view}");
+    assert!(!view.contains("debug.log"), "{view}");
+    assert!(!view.contains(".git/"), "{view}");
+    assert!(view.contains(".gitignore"), "{view}");
+    assert!(view.contains("  util/\n    helpers.py"), "{view}");
+    let src = view.find("src/").unwrap();
+    let zeta = view.find("zeta.py").unwrap();
+    assert!(src < zeta, "folders come first: {view}");
+}
+
+#[tokio::test]
+async fn list_cap_says_how_many_were_cut() {
+    let files: Vec<(String, String)> = (0..30)
+        .map(|i| (format!("d/f{i:02}.txt"), String::new()))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let ws = workspace(&refs);
+    let mut config = config();
+    config.limits.list_max_entries = 10;
+    let mut ctx = ctx_with(config);
+    let out = call(&tools(&ws), &mut ctx, "list_files", json!({})).await;
+    // 31 entries (d/ and 30 files), 10 shown.
+    let expected =
+        quire_config::render(&err_text(&ctx, "list_files", "truncated"), &[("cut", "21")]);
+    assert!(out.agent_view.ends_with(&expected), "{}", out.agent_view);
+    assert!(
+        out.agent_view.starts_with("d/ (+21)\n"),
+        "{}",
+        out.agent_view
+    );
+    assert_eq!(out.agent_view.lines().count(), 11);
+}
+
+#[tokio::test]
+async fn list_refuses_files_and_missing_folders() {
+    let ws = workspace(&[("a.py", "x")]);
+    let mut ctx = ctx();
+    let out = call(&tools(&ws), &mut ctx, "list_files", json!({"path": "a.py"})).await;
+    assert!(out.is_error);
+    assert!(
+        out.agent_view
+            .starts_with(prefix_of(&err_text(&ctx, "list_files", "not_a_dir")))
+    );
+    let out = call(&tools(&ws), &mut ctx, "list_files", json!({"path": "nope"})).await;
+    assert!(out.is_error);
+    assert!(
+        out.agent_view
+            .starts_with(prefix_of(&err_text(&ctx, "list_files", "not_found")))
+    );
+}
+
+#[tokio::test]
+async fn render_tree_matches_list_format() {
+    let ws = workspace(&[("src/a.py", "x"), ("b.txt", "y")]);
+    assert_eq!(crate::render_tree(&ws.copy, 3, 100), "src/\n  a.py\nb.txt");
+}
+
+// ----------------------------------------------------------------- read_file
+
+fn numbered_file(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+#[tokio::test]
+async fn read_ranges_with_numbers_and_more_hint() {
+    let ws = workspace(&[("big.txt", &numbered_file(12))]);
+    let mut config = config();
+    config.limits.read_max_lines = 5;
+    let mut ctx = ctx_with(config);
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "big.txt"}),
+    )
+    .await;
+    assert!(!out.is_error);
+    let expected_more = quire_config::render(
+        &err_text(&ctx, "read_file", "more"),
+        &[("from", "1"), ("to", "5"), ("total", "12"), ("next", "6")],
+    );
+    assert_eq!(
+        out.agent_view,
+        format!("1| line 1\n2| line 2\n3| line 3\n4| line 4\n5| line 5\n{expected_more}")
+    );
+
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "big.txt", "offset": 9, "limit": 2}),
+    )
+    .await;
+    assert!(
+        out.agent_view.starts_with(" 9| line 9\n10| line 10\n"),
+        "{}",
+        out.agent_view
+    );
+    assert!(out.agent_view.contains("offset=11"), "{}", out.agent_view);
+
+    // The end of the file: no hint.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "big.txt", "offset": 11}),
+    )
+    .await;
+    assert_eq!(out.agent_view, "11| line 11\n12| line 12");
+
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "big.txt", "offset": 13}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(out.agent_view.contains("12"), "{}", out.agent_view);
+
+    let state = ctx.state.get::<WorkspaceState>().unwrap();
+    assert!(state.was_read("big.txt"));
+}
+
+#[tokio::test]
+async fn read_refuses_binary_and_folders() {
+    let ws = workspace(&[("src/x.py", "x")]);
+    std::fs::write(ws.root.join("img.bin"), [0x89u8, b'P', 0, 1, 2]).unwrap();
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "img.bin"}),
+    )
+    .await;
+    assert!(out.is_error);
+    let expected = quire_config::render(
+        &err_text(&ctx, "read_file", "binary"),
+        &[("path", "img.bin"), ("size", "5")],
+    );
+    assert_eq!(out.agent_view, expected);
+    let out = call(&tools(&ws), &mut ctx, "read_file", json!({"path": "src"})).await;
+    assert!(out.is_error);
+    assert_eq!(
+        out.agent_view,
+        quire_config::render(&err_text(&ctx, "read_file", "is_dir"), &[("path", "src")])
+    );
+    assert!(!ctx.state.get_mut::<WorkspaceState>().was_read("img.bin"));
+}
+
+#[tokio::test]
+async fn read_not_found_suggests_the_closest_path() {
+    let ws = workspace(&[("pkg/core/models.py", "x"), ("pkg/views.py", "y")]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "models.py"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.agent_view.contains("`pkg/core/models.py`"),
+        "{}",
+        out.agent_view
+    );
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "pkg/view.py"}),
+    )
+    .await;
+    assert!(
+        out.agent_view.contains("`pkg/views.py`"),
+        "{}",
+        out.agent_view
+    );
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "zzzzzzzz/qqqq.rs"}),
+    )
+    .await;
+    let suggestion_prefix = prefix_of(&err_text(&ctx, "read_file", "suggestion")).to_string();
+    assert!(
+        !out.agent_view.contains(suggestion_prefix.trim()),
+        "{}",
+        out.agent_view
+    );
+}
+
+#[tokio::test]
+async fn agent_view_is_capped_with_head_and_tail() {
+    let long: String = (1..=200)
+        .map(|i| format!("{i:04} {}\n", "x".repeat(80)))
+        .collect();
+    let ws = workspace(&[("long.txt", &long)]);
+    let mut config = config();
+    config.limits.tool_output_max_chars = 2_000;
+    let mut ctx = ctx_with(config);
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "long.txt"}),
+    )
+    .await;
+    assert!(
+        out.agent_view.chars().count() <= 2_000,
+        "{}",
+        out.agent_view.len()
+    );
+    assert!(out.agent_view.starts_with("  1| 0001"));
+    assert!(
+        out.agent_view
+            .contains(prefix_of(&err_text(&ctx, "read_file", "cut")))
+    );
+    assert!(out.agent_view.contains("0200 "), "tail kept");
+    assert!(out.user_view.len() > 10_000, "user view is not capped");
+}
+
+// -------------------------------------------------------------------- search
+
+#[tokio::test]
+async fn search_literal_vs_regex() {
+    let ws = workspace(&[("a.py", "x = a.c\ny = abc\n")]);
+    let mut ctx = ctx();
+    let out = call(&tools(&ws), &mut ctx, "search", json!({"pattern": "a.c"})).await;
+    assert_eq!(out.agent_view, "a.py:1:x = a.c");
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "a.c", "regex": true}),
+    )
+    .await;
+    assert_eq!(out.agent_view, "a.py:1:x = a.c\na.py:2:y = abc");
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "a(", "regex": true}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.agent_view
+            .starts_with(prefix_of(&err_text(&ctx, "search", "bad_regex")))
+    );
+    // Literal mode takes regex metacharacters as text.
+    let out = call(&tools(&ws), &mut ctx, "search", json!({"pattern": "a("})).await;
+    assert!(!out.is_error);
+}
+
+#[tokio::test]
+async fn search_glob_path_and_gitignore() {
+    let ws = workspace(&[
+        (".gitignore", "vendor/\n"),
+        ("src/a.py", "needle\n"),
+        ("src/b.rs", "needle\n"),
+        ("docs/c.py", "needle\n"),
+    ]);
+    write(&ws.root, "vendor/d.py", "needle\n");
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "needle"}),
+    )
+    .await;
+    assert_eq!(
+        out.agent_view,
+        "docs/c.py:1:needle\nsrc/a.py:1:needle\nsrc/b.rs:1:needle"
+    );
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "needle", "glob": "*.py"}),
+    )
+    .await;
+    assert_eq!(out.agent_view, "docs/c.py:1:needle\nsrc/a.py:1:needle");
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "needle", "path": "src"}),
+    )
+    .await;
+    assert_eq!(out.agent_view, "src/a.py:1:needle\nsrc/b.rs:1:needle");
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "needle", "path": "src/b.rs"}),
+    )
+    .await;
+    assert_eq!(out.agent_view, "src/b.rs:1:needle");
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "needle", "glob": "[bad"}),
+    )
+    .await;
+    assert!(out.is_error, "{}", out.agent_view);
+}
+
+#[tokio::test]
+async fn search_cap_counts_what_was_cut_and_no_hit_is_not_an_error() {
+    let body: String = (0..25).map(|i| format!("hit {i}\n")).collect();
+    let ws = workspace(&[("a.txt", &body), ("b.txt", "hit\n")]);
+    let mut config = config();
+    config.limits.search_max_hits = 10;
+    let mut ctx = ctx_with(config);
+    let out = call(&tools(&ws), &mut ctx, "search", json!({"pattern": "hit"})).await;
+    let lines: Vec<&str> = out.agent_view.lines().collect();
+    assert_eq!(lines.len(), 11);
+    let expected = quire_config::render(
+        &err_text(&ctx, "search", "truncated"),
+        &[("cut", "16"), ("total", "26"), ("files", "2")],
+    );
+    assert_eq!(lines[10], expected);
+
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "absent"}),
+    )
+    .await;
+    assert!(!out.is_error);
+    assert_eq!(
+        out.agent_view,
+        quire_config::render(
+            &err_text(&ctx, "search", "no_hits"),
+            &[("pattern", "absent"), ("path", ".")]
+        )
+    );
+}
+
+#[tokio::test]
+async fn search_cuts_long_lines_around_the_match() {
+    let line = format!("{}NEEDLE{}\n", "a".repeat(500), "b".repeat(500));
+    let ws = workspace(&[("min.js", &line)]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "NEEDLE"}),
+    )
+    .await;
+    assert!(out.agent_view.contains("NEEDLE"), "{}", out.agent_view);
+    assert!(out.agent_view.chars().count() < 230, "{}", out.agent_view);
+}
+
+// ----------------------------------------------------------------- edit_file
+
+async fn read(ws: &Ws, ctx: &mut Ctx, path: &str) {
+    let out = call(&tools(ws), ctx, "read_file", json!({"path": path})).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+}
+
+#[tokio::test]
+async fn edit_refused_before_read_then_applied() {
+    let ws = workspace(&[("m.py", "def f():\n    return 1\n")]);
+    let mut ctx = ctx();
+    let args = json!({"path": "m.py", "old": "return 1", "new": "return 2"});
+    let out = call(&tools(&ws), &mut ctx, "edit_file", args.clone()).await;
+    assert!(out.is_error);
+    assert_eq!(
+        out.agent_view,
+        quire_config::render(
+            &err_text(&ctx, "edit_file", "not_read"),
+            &[("path", "m.py")]
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("m.py")).unwrap(),
+        "def f():\n    return 1\n"
+    );
+
+    read(&ws, &mut ctx, "m.py").await;
+    let out = call(&tools(&ws), &mut ctx, "edit_file", args).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("m.py")).unwrap(),
+        "def f():\n    return 2\n"
+    );
+    assert!(
+        out.agent_view.contains("2|     return 2"),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        out.user_view.contains("-    return 1\n+    return 2"),
+        "{}",
+        out.user_view
+    );
+    let state = ctx.state.get::<WorkspaceState>().unwrap();
+    assert_eq!(state.edited_files, vec!["m.py".to_string()]);
+    assert!(state.edits_since_test);
+}
+
+#[tokio::test]
+async fn edit_no_match_shows_nearest_numbered_lines() {
+    let mut body: String = (1..=40).map(|i| format!("x{i} = {i}\n")).collect();
+    body.push_str("def total(items):\n    return sum(items)\n");
+    let ws = workspace(&[("calc.py", &body)]);
+    let mut ctx = ctx();
+    read(&ws, &mut ctx, "calc.py").await;
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "edit_file",
+        json!({"path": "calc.py", "old": "def total(item):\n    return sum(item)", "new": "pass"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.agent_view
+            .starts_with(prefix_of(&err_text(&ctx, "edit_file", "no_match"))),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        out.agent_view.contains("41| def total(items):"),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        out.agent_view.contains("42|     return sum(items)"),
+        "{}",
+        out.agent_view
+    );
+    assert_eq!(
+        ctx.state
+            .get::<WorkspaceState>()
+            .unwrap()
+            .edit_failures
+            .get("calc.py"),
+        Some(&1)
+    );
+}
+
+#[tokio::test]
+async fn edit_many_matches_lists_lines() {
+    let ws = workspace(&[("a.py", "x = 1\ny = 2\nx = 1\n")]);
+    let mut ctx = ctx();
+    read(&ws, &mut ctx, "a.py").await;
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "edit_file",
+        json!({"path": "a.py", "old": "x = 1", "new": "x = 3"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert_eq!(
+        out.agent_view,
+        quire_config::render(
+            &err_text(&ctx, "edit_file", "many_matches"),
+            &[("path", "a.py"), ("count", "2"), ("lines", "1, 3")]
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.py")).unwrap(),
+        "x = 1\ny = 2\nx = 1\n"
+    );
+}
+
+#[tokio::test]
+async fn edit_tolerates_copied_line_numbers() {
+    let ws = workspace(&[("a.py", "def f():\n    a = 1\n    return a\n")]);
+    let mut ctx = ctx();
+    read(&ws, &mut ctx, "a.py").await;
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "edit_file",
+        json!({"path": "a.py", "old": "2|     a = 1\n3|     return a", "new": "    a = 2\n    return a"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.py")).unwrap(),
+        "def f():\n    a = 2\n    return a\n"
+    );
+    assert!(
+        out.agent_view
+            .contains(&err_text(&ctx, "edit_file", "note_line_numbers")),
+        "{}",
+        out.agent_view
+    );
+}
+
+#[tokio::test]
+async fn edit_counts_as_read_after_write_file() {
+    let ws = workspace(&[]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "write_file",
+        json!({"path": "new/mod.py", "content": "A = 1\n"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "edit_file",
+        json!({"path": "new/mod.py", "old": "A = 1", "new": "A = 2"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("new/mod.py")).unwrap(),
+        "A = 2\n"
+    );
+}
+
+// ---------------------------------------------------------------- write_file
+
+#[tokio::test]
+async fn write_refuses_existing_files() {
+    let ws = workspace(&[("a.py", "keep\n")]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "write_file",
+        json!({"path": "a.py", "content": "lost"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert_eq!(
+        out.agent_view,
+        quire_config::render(&err_text(&ctx, "write_file", "exists"), &[("path", "a.py")])
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.py")).unwrap(),
+        "keep\n"
+    );
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "write_file",
+        json!({"path": "pkg/deep/b.py", "content": "x\ny\n"}),
+    )
+    .await;
+    assert!(!out.is_error);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("pkg/deep/b.py")).unwrap(),
+        "x\ny\n"
+    );
+    assert!(
+        out.user_view.contains("+++ b/pkg/deep/b.py"),
+        "{}",
+        out.user_view
+    );
+}
+
+// --------------------------------------------------------------- apply_patch
+
+#[tokio::test]
+async fn patch_with_fences_and_stale_counts_is_repaired() {
+    let ws = workspace(&[("a.py", "one\ntwo\nthree\n")]);
+    let mut ctx = ctx();
+    read(&ws, &mut ctx, "a.py").await;
+    // Fenced, and the header claims 5/5 lines for a 3/3 hunk.
+    let patch = "```diff\n--- a/a.py\n+++ b/a.py\n@@ -1,5 +1,5 @@\n one\n-two\n+TWO\n three\n```\n";
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "apply_patch",
+        json!({"patch": patch}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.py")).unwrap(),
+        "one\nTWO\nthree\n"
+    );
+    assert!(
+        out.agent_view
+            .contains(&err_text(&ctx, "apply_patch", "fix_fences")),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        out.agent_view
+            .contains(&err_text(&ctx, "apply_patch", "fix_counts")),
+        "{}",
+        out.agent_view
+    );
+    assert!(out.user_view.contains("+TWO"), "{}", out.user_view);
+}
+
+#[tokio::test]
+async fn patch_applied_away_from_its_stated_line_says_where() {
+    let body: String = (1..=20).map(|i| format!("l{i}\n")).collect();
+    let ws = workspace(&[("a.txt", &body)]);
+    let mut ctx = ctx();
+    read(&ws, &mut ctx, "a.txt").await;
+    // Stated at line 3; the lines are at 10-12.
+    let patch = "--- a/a.txt\n+++ b/a.txt\n@@ -3,3 +3,3 @@\n l10\n-l11\n+L11\n l12\n";
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "apply_patch",
+        json!({"patch": patch}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    let note = quire_config::render(
+        &err_text(&ctx, "apply_patch", "placed_offset"),
+        &[
+            ("hunk", "1"),
+            ("path", "a.txt"),
+            ("line", "10"),
+            ("stated", "3"),
+        ],
+    );
+    assert!(out.agent_view.contains(&note), "{}", out.agent_view);
+    assert!(
+        std::fs::read_to_string(ws.root.join("a.txt"))
+            .unwrap()
+            .contains("l10\nL11\nl12\n")
+    );
+}
+
+#[tokio::test]
+async fn patch_failing_hunk_changes_nothing() {
+    let ws = workspace(&[("a.py", "a1\na2\n"), ("b.py", "b1\nb2\n")]);
+    let mut ctx = ctx();
+    read(&ws, &mut ctx, "a.py").await;
+    read(&ws, &mut ctx, "b.py").await;
+    let patch = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n a1\n-a2\n+A2\n\
+                 --- /dev/null\n+++ b/c.py\n@@ -0,0 +1 @@\n+new\n\
+                 --- a/b.py\n+++ b/b.py\n@@ -1,2 +1,2 @@\n b1\n-bX\n+B2\n";
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "apply_patch",
+        json!({"patch": patch}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(out.agent_view.contains("b.py"), "{}", out.agent_view);
+    assert!(
+        out.agent_view.contains("bX"),
+        "expected lines quoted: {}",
+        out.agent_view
+    );
+    assert!(
+        out.agent_view.contains("1| b1"),
+        "nearest lines numbered: {}",
+        out.agent_view
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.py")).unwrap(),
+        "a1\na2\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("b.py")).unwrap(),
+        "b1\nb2\n"
+    );
+    assert!(!ws.root.join("c.py").exists());
+    assert!(
+        ctx.state
+            .get::<WorkspaceState>()
+            .unwrap()
+            .edited_files
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn patch_needs_read_files_but_not_for_new_ones() {
+    let ws = workspace(&[("a.py", "a1\n")]);
+    let mut ctx = ctx();
+    let patch = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-a1\n+A1\n";
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "apply_patch",
+        json!({"patch": patch}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert_eq!(
+        out.agent_view,
+        quire_config::render(
+            &err_text(&ctx, "apply_patch", "not_read"),
+            &[("path", "a.py")]
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.py")).unwrap(),
+        "a1\n"
+    );
+    let create = "--- /dev/null\n+++ b/pkg/n.py\n@@ -0,0 +1,2 @@\n+x\n+y\n";
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "apply_patch",
+        json!({"patch": create}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("pkg/n.py")).unwrap(),
+        "x\ny\n"
+    );
+}
+
+// -------------------------------------------------------------- path guard
+
+#[tokio::test]
+async fn every_tool_refuses_paths_outside_the_workspace() {
+    let outside = TempDir::new().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "secret\n").unwrap();
+    let ws = workspace(&[("in.py", "x\n")]);
+    std::os::unix::fs::symlink(outside.path(), ws.root.join("link")).unwrap();
+    let mut ctx = ctx();
+    for bad in ["../x", "/etc/passwd", "link/secret.txt"] {
+        let new_file = format!("{bad}/new.txt");
+        let patched = format!("{bad}.new");
+        let calls = [
+            ("list_files", json!({"path": bad}), bad.to_string()),
+            ("read_file", json!({"path": bad}), bad.to_string()),
+            (
+                "search",
+                json!({"pattern": "secret", "path": bad}),
+                bad.to_string(),
+            ),
+            (
+                "edit_file",
+                json!({"path": bad, "old": "secret", "new": "leak"}),
+                bad.to_string(),
+            ),
+            (
+                "write_file",
+                json!({"path": new_file, "content": "x"}),
+                new_file.clone(),
+            ),
+            (
+                "apply_patch",
+                json!({"patch": format!("--- /dev/null\n+++ b/{patched}\n@@ -0,0 +1 @@\n+x\n")}),
+                patched.clone(),
+            ),
+        ];
+        for (tool, args, shown) in calls {
+            let out = call(&tools(&ws), &mut ctx, tool, args).await;
+            assert!(out.is_error, "{tool} {bad}: {}", out.agent_view);
+            let expected =
+                quire_config::render(&err_text(&ctx, tool, "outside"), &[("path", &shown)]);
+            assert_eq!(out.agent_view, expected, "{tool} {bad}");
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(),
+        "secret\n"
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
+}
+
+// ----------------------------------------------------------------- run_tests
+
+const PYTEST_PROJECT: &[(&str, &str)] = &[
+    ("calc.py", "def add(a, b):\n    return a - b\n"),
+    (
+        "test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+    ),
+];
+
+#[tokio::test]
+async fn run_tests_digests_pytest_output() {
+    let ws = workspace(PYTEST_PROJECT);
+    let mut ctx = ctx();
+    let runner = TestRunner::new(
+        ws.copy.clone(),
+        Some("python3 -m pytest -q -p no:cacheprovider".into()),
+    );
+    runner.on_start(&mut ctx).await.unwrap();
+    let out = call(&runner, &mut ctx, "run_tests", json!({})).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert!(
+        out.agent_view.contains("test_calc.py::test_add"),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        !out.agent_view.contains("test_zero"),
+        "passing tests are not listed: {}",
+        out.agent_view
+    );
+    assert!(
+        out.user_view.contains("def test_add"),
+        "full output for the user: {}",
+        out.user_view
+    );
+    assert!(out.agent_view.len() < out.user_view.len());
+    let state = ctx.state.get::<WorkspaceState>().unwrap();
+    let last = state.last_test.as_ref().unwrap();
+    assert_eq!(last.exit_code, Some(1));
+    assert!(!last.succeeded());
+    assert_eq!(state.test_runs, 1);
+    assert!(!state.edits_since_test);
+    assert!(!ws.root.join("__pycache__").exists(), "no bytecode written");
+}
+
+#[tokio::test]
+async fn run_tests_times_out() {
+    let ws = workspace(&[]);
+    let mut config = config();
+    config.tests.timeout_secs = 1;
+    let mut ctx = ctx_with(config);
+    let runner = TestRunner::new(ws.copy.clone(), Some("sleep 30".into()));
+    let started = std::time::Instant::now();
+    let out = call(&runner, &mut ctx, "run_tests", json!({})).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert!(out.is_error);
+    assert!(
+        out.agent_view
+            .starts_with(prefix_of(&err_text(&ctx, "run_tests", "timeout"))),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        ctx.state
+            .get::<WorkspaceState>()
+            .unwrap()
+            .last_test
+            .as_ref()
+            .unwrap()
+            .timed_out
+    );
+}
+
+#[tokio::test]
+async fn run_tests_without_command() {
+    let ws = workspace(&[]);
+    let mut ctx = ctx();
+    let runner = TestRunner::new(ws.copy.clone(), Some("  ".into()));
+    let out = call(&runner, &mut ctx, "run_tests", json!({})).await;
+    assert!(out.is_error);
+    assert_eq!(out.agent_view, err_text(&ctx, "run_tests", "no_command"));
+}
+
+// -------------------------------------------------------------------- finish
+
+#[tokio::test]
+async fn finish_requires_a_change_and_tests_after_edits() {
+    let ws = workspace(PYTEST_PROJECT);
+    let mut ctx = ctx();
+    let runner = TestRunner::new(
+        ws.copy.clone(),
+        Some("python3 -m pytest -q -p no:cacheprovider".into()),
+    );
+    runner.on_start(&mut ctx).await.unwrap();
+    let finisher = Finisher::new(ws.copy.clone());
+    let summary = json!({"summary": "Fixed add."});
+
+    let out = call(&finisher, &mut ctx, "finish", summary.clone()).await;
+    assert!(out.is_error);
+    assert_eq!(out.agent_view, err_text(&ctx, "finish", "no_change"));
+    assert_eq!(out.control, Control::Continue);
+
+    read(&ws, &mut ctx, "calc.py").await;
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "edit_file",
+        json!({"path": "calc.py", "old": "a - b", "new": "a + b"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    let out = call(&finisher, &mut ctx, "finish", summary.clone()).await;
+    assert!(out.is_error);
+    assert_eq!(out.agent_view, err_text(&ctx, "finish", "tests_not_run"));
+
+    let out = call(&runner, &mut ctx, "run_tests", json!({})).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert!(
+        ctx.state
+            .get::<WorkspaceState>()
+            .unwrap()
+            .last_test
+            .as_ref()
+            .unwrap()
+            .succeeded(),
+        "{}",
+        out.user_view
+    );
+    let out = call(&finisher, &mut ctx, "finish", summary).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert_eq!(
+        out.control,
+        Control::Finish {
+            summary: "Fixed add.".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn finish_without_test_extension_does_not_demand_tests() {
+    let ws = workspace(&[("a.py", "x = 1\n")]);
+    let mut ctx = ctx();
+    read(&ws, &mut ctx, "a.py").await;
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "edit_file",
+        json!({"path": "a.py", "old": "x = 1", "new": "x = 2"}),
+    )
+    .await;
+    assert!(!out.is_error);
+    let out = call(
+        &Finisher::new(ws.copy.clone()),
+        &mut ctx,
+        "finish",
+        json!({"summary": "done"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert!(matches!(out.control, Control::Finish { .. }));
+}
+
+#[test]
+fn extension_names_and_tools_are_stable() {
+    let ws = workspace(&[]);
+    let t = WorkspaceTools::new(ws.copy.clone());
+    assert_eq!(t.name(), "workspace_tools");
+    assert_eq!(
+        t.tools(),
+        vec![
+            "list_files",
+            "read_file",
+            "search",
+            "edit_file",
+            "write_file",
+            "apply_patch"
+        ]
+    );
+    let r = TestRunner::new(ws.copy.clone(), None);
+    assert_eq!((r.name(), r.tools()), ("tests", vec!["run_tests"]));
+    let f = Finisher::new(ws.copy.clone());
+    assert_eq!((f.name(), f.tools()), ("finish", vec!["finish"]));
+    // Every tool has its words in the built-in config.
+    let config = config();
+    for tool in t.tools().into_iter().chain(r.tools()).chain(f.tools()) {
+        assert!(config.tools.contains_key(tool), "{tool}");
+    }
+}
+
+/// Every text key the code renders exists in the built-in config, so the
+/// model never reads "[missing tool error text]".
+#[test]
+fn every_text_key_used_is_in_the_default_config() {
+    let sources = [
+        ("list_files", include_str!("list.rs")),
+        ("read_file", include_str!("read.rs")),
+        ("search", include_str!("search.rs")),
+        ("edit_file", include_str!("edit.rs")),
+        ("write_file", include_str!("write.rs")),
+        ("apply_patch", include_str!("patch.rs")),
+        ("run_tests", include_str!("run_tests.rs")),
+        ("finish", include_str!("finish.rs")),
+    ];
+    let config = config();
+    let mut checked = 0;
+    for (tool, source) in sources {
+        let errors = &config.tools[tool].errors;
+        assert!(errors.contains_key("cut"), "{tool}: cut");
+        let mut rest = source;
+        while let Some(at) = rest.find("TOOL,") {
+            rest = rest[at + 5..].trim_start();
+            if let Some(lit) = rest.strip_prefix('"') {
+                let key = &lit[..lit.find('"').unwrap()];
+                assert!(errors.contains_key(key), "{tool}: missing text `{key}`");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 50, "scan found only {checked} uses");
+}

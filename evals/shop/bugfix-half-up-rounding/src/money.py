@@ -1,0 +1,19 @@
+"""Money helpers.
+
+All amounts are ``decimal.Decimal`` values in euros, rounded half-up to
+whole cents. Never use float for money.
+"""
+from decimal import Decimal
+
+CENT = Decimal("0.01")
+ZERO = Decimal("0.00")
+
+
+def to_money(value) -> Decimal:
+    """Convert an int, str or Decimal to an amount rounded half-up to cents."""
+    return Decimal(str(round(float(value), 2))).quantize(CENT)
+
+
+def total(amounts) -> Decimal:
+    """Sum amounts; an empty sum is ``0.00``."""
+    return sum(amounts, ZERO)

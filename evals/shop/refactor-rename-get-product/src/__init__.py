@@ -1,0 +1,1 @@
+"""Shop backend: catalog, stock, pricing, orders, invoices and reports."""

@@ -1,0 +1,139 @@
+use quire_testkit::{Fault, Reply, Script, ScriptedServer};
+
+use crate::harness::{Env, stderr, stdout};
+
+fn env(replies: Vec<Reply>) -> Env {
+    Env::new(
+        "pricing",
+        ScriptedServer::start_blocking(Script::sequence(replies)),
+    )
+}
+
+#[test]
+fn version_and_help_read_well() {
+    let env = env(vec![]);
+    let out = env.run(&["--version"]);
+    assert!(out.status.success());
+    assert!(stdout(&out).starts_with("quire "), "{}", stdout(&out));
+    let help = stdout(&env.run(&["--help"]));
+    for word in [
+        "run", "config", "models", "sessions", "--agent", "--home", "--json",
+    ] {
+        assert!(help.contains(word), "help lacks {word}: {help}");
+    }
+}
+
+#[test]
+fn config_check_prints_the_resolved_config_with_overrides() {
+    let env = env(vec![]);
+    let out = env.run(&[
+        "config",
+        "check",
+        "-c",
+        "limits.max_iterations=9",
+        "--model",
+        "tiny",
+    ]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.contains("max_iterations = 9"), "{text}");
+    assert!(text.contains("model = \"tiny\""), "{text}");
+    assert!(text.contains(&env.server.openai_base_url()), "{text}");
+    assert!(text.trim_end().ends_with("ok"), "{text}");
+}
+
+#[test]
+fn config_check_json_is_data() {
+    let env = env(vec![]);
+    let out = env.run(&["config", "check", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["config"]["name"], "default");
+    assert!(value["problems"].as_array().unwrap().is_empty());
+    assert!(value["config"]["tools"]["edit_file"]["errors"]["no_match"].is_string());
+}
+
+#[test]
+fn a_malformed_agent_fails_with_file_line_and_column() {
+    let env = env(vec![]);
+    let agent = env.home.path().join("broken");
+    crate::harness::copy_dir(&crate::harness::fixture("../../agents/default"), &agent);
+    let toml = agent.join("agent.toml");
+    let text = std::fs::read_to_string(&toml)
+        .unwrap()
+        .replace("max_iterations = 40", "max_iterations = \"forty\"");
+    std::fs::write(&toml, &text).unwrap();
+    let line = text.lines().position(|l| l.contains("\"forty\"")).unwrap() + 1;
+    let out = env.run(&["config", "check", agent.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("agent.toml:{line}:18:")), "{err}");
+    assert!(err.contains("invalid type"), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error:")).count(),
+        1,
+        "one clear line: {err}"
+    );
+}
+
+#[test]
+fn unknown_override_and_unknown_agent_are_clear_errors() {
+    let env = env(vec![]);
+    let out = env.run(&["config", "check", "-c", "model.temprature=1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("model.temprature") && stderr(&out).contains("temperature"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.run(&["config", "check", "nosuchagent"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no agent named `nosuchagent`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn models_ping_reports_latency_model_and_usage() {
+    let env = env(vec![Reply::Text("pong".into())]);
+    let out = env.run(&["models", "ping", "--json"]);
+    assert!(out.status.success());
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["ok"], true);
+    assert_eq!(value["reply"], "pong");
+    assert_eq!(value["model"], "scripted-model");
+    assert!(value["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
+    env.server.assert_clean();
+}
+
+#[test]
+fn models_ping_names_the_key_variable_on_401_but_never_the_key() {
+    let server = ScriptedServer::start_blocking(Script::sequence(vec![Reply::Text("pong".into())]))
+        .with_api_key("sk-right-key-0000000000000000");
+    let env = Env::new("pricing", server);
+    let secret = "sk-wrong-key-1234567890abcdefghij";
+    let out = env
+        .quire()
+        .env("OPENAI_API_KEY", secret)
+        .args(["models", "ping"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("OPENAI_API_KEY"), "{err}");
+    assert!(!err.contains("1234567890abcdef"), "key leaked: {err}");
+}
+
+#[test]
+fn models_ping_reports_a_missing_model() {
+    let env = env(vec![Reply::Fault(Fault::Status(404, r#"{"error":{"message":"The model `nope` does not exist","type":"invalid_request_error","code":"model_not_found"}}"#.into()))]);
+    let out = env.run(&["models", "ping", "--model", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).to_lowercase().contains("not found")
+            || stderr(&out).contains("does not exist"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,0 +1,117 @@
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use quire_store::{SessionRow, Store, StoredEvent};
+use quire_testkit::ScriptedServer;
+
+/// A data home, a copy of a fixture workspace, and the scripted server.
+pub struct Env {
+    pub home: tempfile::TempDir,
+    pub ws_parent: tempfile::TempDir,
+    pub server: ScriptedServer,
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            if entry.file_name() == "__pycache__" {
+                continue;
+            }
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+impl Env {
+    pub fn new(fixture_name: &str, server: ScriptedServer) -> Env {
+        let ws_parent = tempfile::tempdir().unwrap();
+        copy_dir(&fixture(fixture_name), &ws_parent.path().join(fixture_name));
+        Env {
+            home: tempfile::tempdir().unwrap(),
+            ws_parent,
+            server,
+        }
+    }
+
+    pub fn ws(&self) -> PathBuf {
+        std::fs::read_dir(self.ws_parent.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+    }
+
+    /// `quire` pointed at the scripted server, with a private data home.
+    pub fn quire(&self) -> Command {
+        self.quire_at(&self.server.openai_base_url())
+    }
+
+    /// `quire` pointed at another model server (e.g. after a resume).
+    pub fn quire_at(&self, base_url: &str) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_quire"));
+        cmd.env("QUIRE_HOME", self.home.path())
+            .env_remove("QUIRE_AGENT")
+            .env_remove("OPENAI_API_KEY")
+            .env("NO_COLOR", "1")
+            .args(["--base-url", base_url])
+            .args([
+                "-c",
+                "model.retry_base_delay_ms=10",
+                "-c",
+                "model.request_timeout_secs=10",
+            ])
+            .current_dir(self.home.path());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        let out = self.quire().args(args).output().unwrap();
+        eprintln!(
+            "--- quire {args:?} exit {:?}\nstdout:\n{}\nstderr:\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    pub fn store(&self) -> Store {
+        Store::open(&self.home.path().join("quire.db")).unwrap()
+    }
+
+    pub fn only_session(&self) -> (SessionRow, Vec<StoredEvent>) {
+        let store = self.store();
+        let rows = store.list_sessions(&Default::default()).unwrap();
+        assert_eq!(rows.len(), 1, "expected one session");
+        let events = store.events(&rows[0].id).unwrap();
+        (rows[0].clone(), events)
+    }
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn kinds(events: &[StoredEvent]) -> Vec<String> {
+    events.iter().map(|e| e.kind.clone()).collect()
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}

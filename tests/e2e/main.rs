@@ -1,0 +1,9 @@
+//! End to end: the real `quire` binary, a real session copy, real tools,
+//! real pytest and SQLite, with the scripted model server on 127.0.0.1
+//! playing the model over real HTTP.
+
+mod harness;
+
+mod cli_basics;
+mod resume;
+mod run;
