@@ -137,3 +137,63 @@ fn models_ping_reports_a_missing_model() {
         stderr(&out)
     );
 }
+
+#[test]
+fn provider_shorthand_switches_endpoint_and_key_variable() {
+    let env = env(vec![]);
+    let out = env
+        .quire_at("unused")
+        .env_remove("QUIRE_BASE_URL")
+        .args(["config", "check", "--json", "--provider", "anthropic"])
+        .output()
+        .unwrap();
+    // quire_at passes --base-url, which must win over the provider default.
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["config"]["model"]["provider"], "anthropic");
+    assert_eq!(value["config"]["model"]["base_url"], "unused");
+    assert_eq!(value["config"]["model"]["api_key_env"], "ANTHROPIC_API_KEY");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_quire"))
+        .env("QUIRE_HOME", env.home.path())
+        .env_remove("QUIRE_BASE_URL")
+        .args(["config", "check", "--json", "--provider", "anthropic"])
+        .output()
+        .unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        value["config"]["model"]["base_url"],
+        "https://api.anthropic.com"
+    );
+}
+
+#[test]
+fn the_demo_replays_the_bundled_recording_end_to_end() {
+    let env = env(vec![]);
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../evals/demo");
+    let out = env.run(&["demo", "--dir", demo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.contains("REPLAY"), "says it is a replay: {text}");
+    assert!(
+        text.contains("quire demo --live"),
+        "says how to run live: {text}"
+    );
+    assert!(
+        env.server.requests().is_empty(),
+        "no model call during a replay"
+    );
+    let (row, _) = {
+        let store = quire_store::Store::open(&env.home.path().join("quire.db")).unwrap();
+        let rows = store.list_sessions(&Default::default()).unwrap();
+        (rows[0].clone(), ())
+    };
+    assert_eq!(row.status.as_str(), "completed");
+    assert_eq!(row.project, "demo");
+    let copy = std::fs::read_dir(env.home.path().join("demo"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let fixed = std::fs::read_to_string(copy.join("src/date_range.py")).unwrap();
+    assert!(fixed.contains("start <= day <= end"), "{fixed}");
+}

@@ -33,6 +33,8 @@ fn pytest_passes(dir: &std::path::Path) -> bool {
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .status()
         .unwrap()
         .success()
@@ -404,5 +406,59 @@ fn a_recorded_run_replays_offline_and_divergence_fails_loudly() {
             .unwrap_or_default()
             .to_lowercase()
             .contains("replay")
+    );
+}
+
+#[test]
+fn a_model_that_keeps_breaking_the_protocol_fails_the_session_with_the_reason() {
+    let script = vec![
+        Reply::ToolCalls(vec![ScriptedCall {
+            name: "read_file".into(),
+            arguments: "{\"path\": src/pricing.py}".into(),
+        }]),
+        Reply::ToolCalls(vec![call("read_file", json!({"path": "src/pricing.py"}))]),
+        Reply::Text("The fix is obvious, I will describe it.".into()),
+        Reply::Text("As I said, change the function.".into()),
+        Reply::ToolCalls(vec![call("delete_everything", json!({}))]),
+    ];
+    let env = Env::new(
+        "pricing",
+        ScriptedServer::start_blocking(Script::sequence(script)),
+    );
+    let out = env.run(&[
+        "run",
+        env.ws().to_str().unwrap(),
+        "--yes",
+        "-c",
+        "limits.max_protocol_repairs=2",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    env.server.assert_clean();
+    let requests = env.server.requests();
+    assert!(
+        requests[1]
+            .last_tool_result()
+            .unwrap()
+            .contains("not a valid JSON object")
+    );
+    assert!(
+        requests[3]
+            .last_user_text()
+            .unwrap()
+            .contains("without calling a tool")
+    );
+    let (row, events) = env.only_session();
+    assert_eq!(row.status.as_str(), "failed");
+    let outcome = row.outcome.unwrap();
+    assert!(
+        outcome.contains("broke the tool protocol 3 times"),
+        "{outcome}"
+    );
+    assert_eq!(
+        kinds(&events)
+            .iter()
+            .filter(|k| *k == "protocol_repair")
+            .count(),
+        4
     );
 }

@@ -21,6 +21,35 @@ pub fn overrides(global: &GlobalArgs) -> Result<Vec<Override>> {
     let quoted = |v: &str| format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""));
     if let Some(p) = &global.provider {
         all.push(Override::new("model.provider", &quoted(p), "--provider"));
+        // Switching provider switches its usual endpoint and key variable too,
+        // unless they are given explicitly.
+        let provider = match p.as_str() {
+            "anthropic" => Some(Provider::Anthropic),
+            "openai" => Some(Provider::OpenAi),
+            _ => None,
+        };
+        let given = |key: &str| {
+            global
+                .overrides
+                .iter()
+                .any(|o| o.trim_start().starts_with(key))
+        };
+        if let Some(provider) = provider {
+            if global.base_url.is_none() && !given("model.base_url") {
+                all.push(Override::new(
+                    "model.base_url",
+                    &quoted(provider.default_base_url()),
+                    "--provider",
+                ));
+            }
+            if !given("model.api_key_env") {
+                all.push(Override::new(
+                    "model.api_key_env",
+                    &quoted(provider.default_api_key_env()),
+                    "--provider",
+                ));
+            }
+        }
     }
     if let Some(m) = &global.model {
         all.push(Override::new("model.model", &quoted(m), "--model"));

@@ -503,7 +503,7 @@ fn best_window(lines: &[&str], wanted: &[&str]) -> (usize, usize) {
 
 /// Lines `first..=last` of `content` with a little context, numbered; long
 /// regions keep their head and tail.
-fn region(content: &str, first: usize, last: usize) -> String {
+pub(crate) fn region(content: &str, first: usize, last: usize) -> String {
     let lines = split_lines(content);
     if lines.is_empty() {
         return String::new();

@@ -122,6 +122,8 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
     let mut listed = Vec::new();
     let mut diff = String::new();
     let mut notes = Vec::new();
+    let mut regions = Vec::new();
+    let mut shown_regions = 0;
     for (file, (_, rel)) in outcome.files.iter().zip(&targets) {
         let mark = match file.kind {
             ChangeKind::Created => "A",
@@ -139,7 +141,30 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         } else {
             before
         };
-        diff.push_str(&file_diff(rel, before.as_deref(), file.content.as_deref()));
+        let file_diff_text = file_diff(rel, before.as_deref(), file.content.as_deref());
+        if let Some(content) = &file.content {
+            // Show the changed lines as they now read, so the model can
+            // check its edit without another read.
+            for (first, last) in new_side_ranges(&file_diff_text, DIFF_CONTEXT) {
+                if shown_regions >= REGIONS_MAX {
+                    break;
+                }
+                shown_regions += 1;
+                let (from, to) = (first.to_string(), last.to_string());
+                regions.push(text(
+                    &config,
+                    TOOL,
+                    "region",
+                    &[
+                        ("path", rel.as_str()),
+                        ("from", &from),
+                        ("to", &to),
+                        ("region", &crate::edit::region(content, first, last)),
+                    ],
+                ));
+            }
+        }
+        diff.push_str(&file_diff_text);
         for h in &file.hunks {
             let (hunk, line, stated) = (
                 h.hunk.to_string(),
@@ -188,7 +213,38 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
             &[("notes", &notes.join("; "))],
         ));
     }
+    for region in regions {
+        agent.push('\n');
+        agent.push_str(&region);
+    }
     ToolOutput::ok(agent, diff)
+}
+
+/// Most changed regions echoed back after a patch.
+const REGIONS_MAX: usize = 6;
+
+/// Context lines `file_diff` puts around each change.
+const DIFF_CONTEXT: usize = 3;
+
+/// New-file line ranges (first, last) of each hunk of a unified diff,
+/// without the hunk's surrounding context lines.
+fn new_side_ranges(diff: &str, context: usize) -> Vec<(usize, usize)> {
+    diff.lines()
+        .filter_map(|line| {
+            let header = line.strip_prefix("@@ ")?;
+            let new_side = header
+                .split_whitespace()
+                .find(|part| part.starts_with('+'))?;
+            let mut parts = new_side[1..].split(',');
+            let start: usize = parts.next()?.parse().ok()?;
+            let count: usize = parts.next().map_or(Some(1), |c| c.parse().ok())?;
+            (count > 0).then(|| {
+                let last = start + count - 1;
+                let first = (start + context).min(last);
+                (first, last.saturating_sub(context).max(first))
+            })
+        })
+        .collect()
 }
 
 /// Puts files back as they were before this patch started writing.

@@ -711,6 +711,38 @@ async fn patch_with_fences_and_stale_counts_is_repaired() {
 }
 
 #[tokio::test]
+async fn patch_result_shows_the_changed_lines_as_they_now_read() {
+    let body: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+    let ws = workspace(&[("big.py", body.as_str())]);
+    let mut ctx = ctx();
+    read(&ws, &mut ctx, "big.py").await;
+    let patch = "--- a/big.py\n+++ b/big.py\n@@ -14,7 +14,7 @@\n line 14\n line 15\n line 16\n-line 17\n+LINE SEVENTEEN\n line 18\n line 19\n line 20\n";
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "apply_patch",
+        json!({"patch": patch}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert!(
+        out.agent_view.contains("17| LINE SEVENTEEN"),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        out.agent_view.contains("`big.py` lines 17-17"),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        !out.agent_view.contains("line 13"),
+        "only the change and a little context: {}",
+        out.agent_view
+    );
+}
+
+#[tokio::test]
 async fn patch_applied_away_from_its_stated_line_says_where() {
     let body: String = (1..=20).map(|i| format!("l{i}\n")).collect();
     let ws = workspace(&[("a.txt", &body)]);

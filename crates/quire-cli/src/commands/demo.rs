@@ -47,8 +47,7 @@ pub async fn demo(global: &GlobalArgs, args: DemoArgs) -> Result<ExitCode> {
         println!("Working on a copy of the example at {}\n", target.display());
     }
     let config = load_agent(global, None)?;
-    let info =
-        WorkspaceInfo::discover(&target, &WorkspaceChoices::default(), &config.tests.command)?;
+    let info = WorkspaceInfo::discover(&target, &demo_choices(), &config.tests.command)?;
     let redactor = redactor(&config);
     let runner = super::run::runner(global, config, &recording_args)?;
     let review = ReviewArgs {
@@ -59,6 +58,14 @@ pub async fn demo(global: &GlobalArgs, args: DemoArgs) -> Result<ExitCode> {
         .run(info, super::run::options(global, &redactor, &review))
         .await?;
     Ok(super::run::finish(global, &report))
+}
+
+/// The demo's sessions are filed under the project `demo`.
+fn demo_choices() -> WorkspaceChoices {
+    WorkspaceChoices {
+        project: Some("demo".into()),
+        ..Default::default()
+    }
 }
 
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
