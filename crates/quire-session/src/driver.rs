@@ -32,6 +32,8 @@ pub struct RunOptions {
 pub struct SessionReport {
     pub id: SessionId,
     pub status: SessionStatus,
+    /// Why it ended, typed (the eval runner's failure categories come from it).
+    pub reason: EndReason,
     pub outcome: String,
     pub totals: Totals,
     /// The final change as a unified diff, when the agent finished with one.
@@ -261,7 +263,7 @@ impl Runner {
                     live.ctx.emit(EventKind::Error {
                         message: message.clone(),
                     })?;
-                    return self.end(live, SessionStatus::Failed, message, None, false);
+                    return self.end(live, EndReason::ModelError, message, None);
                 }
                 Err(err) => return Err(err.into()),
             };
@@ -270,17 +272,20 @@ impl Runner {
                 LoopOutcome::IterationCap => {
                     let message =
                         format!("iteration cap reached ({} model calls)", live.ctx.iteration);
-                    return self.end(live, SessionStatus::Failed, message, None, false);
+                    return self.end(live, EndReason::IterationCap, message, None);
                 }
-                LoopOutcome::Stopped { reason } | LoopOutcome::Failed { reason } => {
-                    return self.end(live, SessionStatus::Failed, reason, None, false);
+                LoopOutcome::Stopped { reason } => {
+                    return self.end(live, EndReason::Stopped, reason, None);
+                }
+                LoopOutcome::Failed { reason } => {
+                    return self.end(live, EndReason::ProtocolFailure, reason, None);
                 }
                 LoopOutcome::Interrupted => {
                     let message = format!(
                         "interrupted; continue with `quire sessions resume {}`",
                         live.id
                     );
-                    return self.end(live, SessionStatus::Interrupted, message, None, false);
+                    return self.end(live, EndReason::Interrupted, message, None);
                 }
             };
             let changes = live
@@ -296,10 +301,9 @@ impl Runner {
             if changes.is_empty() {
                 return self.end(
                     live,
-                    SessionStatus::Completed,
+                    EndReason::NoChange,
                     format!("finished without changes: {summary}"),
                     None,
-                    false,
                 );
             }
             let proposal = ProposedChange {
@@ -311,7 +315,7 @@ impl Runner {
             let decision = tokio::select! {
                 d = options.approver.review(&proposal) => d?,
                 _ = options.interrupt.triggered() => {
-                    return self.end(live, SessionStatus::Interrupted, "interrupted during review".into(), Some(diff), false);
+                    return self.end(live, EndReason::Interrupted, "interrupted during review".into(), Some(diff));
                 }
             };
             let (name, feedback) = match &decision {
@@ -327,10 +331,9 @@ impl Runner {
                 Decision::Reject => {
                     return self.end(
                         live,
-                        SessionStatus::Rejected,
+                        EndReason::Rejected,
                         "change rejected by the user".into(),
                         Some(diff),
-                        false,
                     );
                 }
                 Decision::Feedback(text) => {
@@ -346,10 +349,9 @@ impl Runner {
                     write_atomic(&path, diff.as_bytes())?;
                     let mut report = self.end(
                         live,
-                        SessionStatus::Completed,
+                        EndReason::Saved,
                         format!("approved; patch saved to {}", path.display()),
                         Some(diff),
-                        false,
                     )?;
                     report.patch_path = Some(path);
                     return Ok(report);
@@ -360,14 +362,13 @@ impl Runner {
                 Verified::Applied => {
                     return self.end(
                         live,
-                        SessionStatus::Completed,
+                        EndReason::Applied,
                         format!("applied {} file(s): {summary}", changes.len()),
                         Some(diff),
-                        true,
                     );
                 }
                 Verified::Conflict(message) => {
-                    return self.end(live, SessionStatus::Failed, message, Some(diff), false);
+                    return self.end(live, EndReason::ApplyConflict, message, Some(diff));
                 }
                 Verified::TestsFailed(digest) => {
                     post_apply_failures += 1;
@@ -375,7 +376,12 @@ impl Runner {
                         let message = format!(
                             "post-apply tests failed {post_apply_failures} time(s); the original was restored"
                         );
-                        return self.end(live, SessionStatus::Failed, message, Some(diff), false);
+                        return self.end(
+                            live,
+                            EndReason::PostApplyTestsFailed,
+                            message,
+                            Some(diff),
+                        );
                     }
                     let message = render(
                         live.ctx.config.message("post_apply_failed"),
@@ -451,11 +457,12 @@ impl Runner {
     fn end(
         &self,
         live: &mut Live,
-        status: SessionStatus,
+        reason: EndReason,
         outcome: String,
         diff: Option<String>,
-        applied: bool,
     ) -> Result<SessionReport, SessionError> {
+        let status = reason.status();
+        let applied = reason == EndReason::Applied;
         let ctx = &live.ctx;
         let totals = Totals {
             usage: ctx.usage,
@@ -477,6 +484,7 @@ impl Runner {
         Ok(SessionReport {
             id: live.id.clone(),
             status,
+            reason,
             outcome,
             totals,
             diff,
@@ -484,6 +492,41 @@ impl Runner {
             applied,
             work_dir: live.copy.root().to_path_buf(),
         })
+    }
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// Approved, applied, and the tests passed in the original.
+    Applied,
+    /// Approved with `--no-apply`: the patch was saved.
+    Saved,
+    /// The agent finished without changing anything.
+    NoChange,
+    Rejected,
+    /// The original changed under a touched file: nothing applied.
+    ApplyConflict,
+    /// Post-apply tests failed past the attempts allowed; original restored.
+    PostApplyTestsFailed,
+    IterationCap,
+    /// An extension stopped the run (loop detected, …).
+    Stopped,
+    /// The model kept breaking the tool protocol.
+    ProtocolFailure,
+    ModelError,
+    Interrupted,
+}
+
+impl EndReason {
+    pub fn status(self) -> SessionStatus {
+        match self {
+            EndReason::Applied | EndReason::Saved | EndReason::NoChange => SessionStatus::Completed,
+            EndReason::Rejected => SessionStatus::Rejected,
+            EndReason::Interrupted => SessionStatus::Interrupted,
+            _ => SessionStatus::Failed,
+        }
     }
 }
 

@@ -100,6 +100,7 @@ pub fn finish(global: &GlobalArgs, report: &SessionReport) -> ExitCode {
         let value = serde_json::json!({
             "session": report.id,
             "status": report.status,
+            "reason": report.reason,
             "outcome": report.outcome,
             "totals": report.totals,
             "applied": report.applied,
