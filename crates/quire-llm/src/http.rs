@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use quire_types::Redactor;
+use quire_types::{ModelResponse, Redactor};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
@@ -254,6 +254,59 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// What differs between the two wire protocols when reading an answer:
+/// the whole-body parser and the stream assembler. Everything else about an
+/// attempt (timeouts, the plain-JSON fallback, the stream deadline) is shared.
+pub(crate) trait Wire {
+    type Stream: Default;
+    fn parse_body(bytes: &[u8], model: &str, core: &HttpCore) -> Result<ModelResponse, LlmError>;
+    /// Feeds one event; `true` when the stream is complete.
+    fn push(
+        state: &mut Self::Stream,
+        event: &eventsource_stream::Event,
+        core: &HttpCore,
+    ) -> Result<bool, LlmError>;
+    fn finish(state: Self::Stream, model: &str) -> Result<ModelResponse, LlmError>;
+}
+
+/// One attempt of a request: POST, then read the body or the event stream,
+/// bounded by the request timeout (idle and overall for streams).
+pub(crate) async fn attempt<W: Wire>(
+    core: &HttpCore,
+    url: &str,
+    headers: Vec<(&'static str, String)>,
+    body: &Value,
+) -> Result<ModelResponse, Failure> {
+    let s = &core.settings;
+    let started = tokio::time::Instant::now();
+    let read_body = |response: reqwest::Response| async move {
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| core.transport_error(&e))?;
+        W::parse_body(&bytes, &s.model, core).map_err(Failure::from)
+    };
+    if !s.stream {
+        return within(s.request_timeout, async {
+            read_body(core.post(url, headers, body).await?).await
+        })
+        .await;
+    }
+    let response = within(s.request_timeout, core.post(url, headers, body)).await?;
+    if !crate::sse::is_event_stream(&response) {
+        return within(s.request_timeout, read_body(response)).await;
+    }
+    let overall = s.request_timeout.saturating_mul(4);
+    let mut reader = crate::sse::SseReader::new(response, s.request_timeout, started, overall);
+    let mut state = W::Stream::default();
+    while let Some(event) = reader.next(core).await? {
+        if W::push(&mut state, &event, core)? {
+            break;
+        }
+    }
+    W::finish(state, &s.model).map_err(Failure::from)
 }
 
 #[cfg(test)]

@@ -6,12 +6,10 @@ use async_trait::async_trait;
 use quire_types::{Message, ModelRequest, ModelResponse, StopReason, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
 use crate::error::LlmError;
-use crate::http::{HttpCore, error_fields_of, within};
-use crate::retry::Failure;
-use crate::sse::{SseReader, cut_off, is_event_stream};
+use crate::http::{HttpCore, Wire, attempt, error_fields_of};
+use crate::sse::cut_off;
 use crate::{ClientSettings, ModelClient, Provider};
 
 pub struct OpenAiClient {
@@ -31,36 +29,28 @@ impl OpenAiClient {
             None => Vec::new(),
         }
     }
+}
 
-    async fn attempt(&self, url: &str, body: &Value) -> Result<ModelResponse, Failure> {
-        let s = &self.core.settings;
-        let started = Instant::now();
-        let read_body = |response: reqwest::Response| async move {
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| self.core.transport_error(&e))?;
-            parse_response(&bytes, &s.model, Some(&self.core)).map_err(Failure::from)
-        };
-        if !s.stream {
-            return within(s.request_timeout, async {
-                read_body(self.core.post(url, self.auth(), body).await?).await
-            })
-            .await;
-        }
-        let response = within(s.request_timeout, self.core.post(url, self.auth(), body)).await?;
-        if !is_event_stream(&response) {
-            return within(s.request_timeout, read_body(response)).await;
-        }
-        let overall = s.request_timeout.saturating_mul(4);
-        let mut reader = SseReader::new(response, s.request_timeout, started, overall);
-        let mut state = StreamState::default();
-        while let Some(event) = reader.next(&self.core).await? {
-            if state.push(&event.data, &self.core)? {
-                break;
-            }
-        }
-        state.finish(&s.model).map_err(Failure::from)
+/// The wire-format parts of an attempt; the rest is [`crate::http::attempt`].
+pub(crate) struct Protocol;
+
+impl Wire for Protocol {
+    type Stream = StreamState;
+
+    fn parse_body(bytes: &[u8], model: &str, core: &HttpCore) -> Result<ModelResponse, LlmError> {
+        parse_response(bytes, model, Some(core))
+    }
+
+    fn push(
+        state: &mut StreamState,
+        event: &eventsource_stream::Event,
+        core: &HttpCore,
+    ) -> Result<bool, LlmError> {
+        state.push(&event.data, core)
+    }
+
+    fn finish(state: StreamState, model: &str) -> Result<ModelResponse, LlmError> {
+        state.finish(model)
     }
 }
 
@@ -78,7 +68,10 @@ impl ModelClient for OpenAiClient {
             stream = s.stream,
             "openai request"
         );
-        self.core.policy().run(|_| self.attempt(&url, &body)).await
+        self.core
+            .policy()
+            .run(|_| attempt::<Protocol>(&self.core, &url, self.auth(), &body))
+            .await
     }
 
     fn model(&self) -> &str {

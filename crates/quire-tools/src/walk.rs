@@ -112,14 +112,5 @@ pub(crate) fn walk(
 
 /// `path` relative to `root`, `/`-separated; `.` for the root itself.
 pub(crate) fn rel_string(root: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(root).unwrap_or(path);
-    let parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if parts.is_empty() {
-        ".".to_string()
-    } else {
-        parts.join("/")
-    }
+    quire_workspace::relative_path(root, path)
 }

@@ -29,5 +29,11 @@ pub use diff::{ChangeKind, Content, FileChange, unified_diff};
 pub use digest::{Runner, TestDigest, digest_test_output};
 pub use error::WorkspaceError;
 pub use guard::PathError;
+
+/// `path` relative to `root`, `/`-separated (`.` for the root itself); a
+/// path outside `root` comes back whole. One spelling for every listing.
+pub fn relative_path(root: &std::path::Path, path: &std::path::Path) -> String {
+    guard::relative_to(root, root, path)
+}
 pub use manifest::{Manifest, ManifestEntry, SkipReason, Skipped};
 pub use process::{CommandOutput, ProcessError, RunOptions, run_command};
