@@ -142,9 +142,14 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
             before
         };
         let file_diff_text = file_diff(rel, before.as_deref(), file.content.as_deref());
-        if let Some(content) = &file.content {
-            // Show the changed lines as they now read, so the model can
-            // check its edit without another read.
+        // Echo the changed lines only where the result may differ from what
+        // the model wrote (a hunk placed away from its stated line, matched
+        // loosely, or a repaired patch): elsewhere it already knows them.
+        let placed_loosely = file.hunks.iter().any(|h| {
+            h.stated_line == 0 || h.search != SearchKind::AtStatedLine || h.mode != MatchMode::Exact
+        });
+        let echo = placed_loosely || !outcome.fixes.is_empty();
+        if let (true, Some(content)) = (echo, &file.content) {
             for (first, last) in new_side_ranges(&file_diff_text, DIFF_CONTEXT) {
                 if shown_regions >= REGIONS_MAX {
                     break;

@@ -19,6 +19,9 @@ use crate::walk::{rel_string, walk};
 pub(crate) const TOOL: &str = "search";
 /// Longest hit text shown; longer lines are cut around the match.
 const HIT_CHARS: usize = 200;
+/// The task's own text at the workspace root: the model already has it,
+/// so hits in it are noise.
+const TASK_FILE: &str = "prompt.txt";
 /// Files above this size (data dumps, bundles) are not searched.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -29,6 +32,7 @@ pub(crate) struct Request {
     pub raw_path: String,
     pub pattern: String,
     pub regex: bool,
+    pub ignore_case: bool,
     pub glob: Option<String>,
 }
 
@@ -44,6 +48,7 @@ impl Request {
             raw_path: str_arg(args, "path").unwrap_or("").to_string(),
             pattern: str_arg(args, "pattern").unwrap_or("").to_string(),
             regex: bool_arg(args, "regex").unwrap_or(false),
+            ignore_case: bool_arg(args, "ignore_case").unwrap_or(false),
             glob: str_arg(args, "glob")
                 .map(str::trim)
                 .filter(|g| !g.is_empty())
@@ -73,6 +78,7 @@ pub(crate) fn run(config: &AgentConfig, req: &Request) -> ToolOutput {
     }
     let matcher = match RegexMatcherBuilder::new()
         .fixed_strings(!req.regex)
+        .case_insensitive(req.ignore_case)
         .line_terminator(Some(b'\n'))
         .build(&req.pattern)
     {
@@ -131,6 +137,9 @@ pub(crate) fn run(config: &AgentConfig, req: &Request) -> ToolOutput {
             continue;
         }
         let rel = rel_string(&req.root, file);
+        if rel == TASK_FILE {
+            continue;
+        }
         let before = total;
         let result = searcher.search_path(
             &matcher,
@@ -186,10 +195,11 @@ pub(crate) fn run(config: &AgentConfig, req: &Request) -> ToolOutput {
     ToolOutput::ok(out.clone(), out)
 }
 
-/// The hit line without surrounding whitespace, cut to [`HIT_CHARS`]
+/// The hit line as it is in the file (indentation kept, so a hit can be
+/// copied into an edit), without its line ending, cut to [`HIT_CHARS`]
 /// characters around the first match when it is longer.
 fn hit_text(matcher: &RegexMatcher, line: &str) -> String {
-    let line = line.trim();
+    let line = line.trim_end();
     let count = line.chars().count();
     if count <= HIT_CHARS {
         return line.to_string();

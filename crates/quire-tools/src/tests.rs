@@ -333,6 +333,40 @@ async fn agent_view_is_capped_with_head_and_tail() {
 // -------------------------------------------------------------------- search
 
 #[tokio::test]
+async fn search_keeps_indentation_ignores_case_on_request_and_skips_the_task_file() {
+    let ws = workspace(&[
+        ("prompt.txt", "Rename Lookup everywhere\n"),
+        (
+            "src/c.py",
+            "class C:\n    def lookup(self):\n        return LOOKUP\n",
+        ),
+    ]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "lookup"}),
+    )
+    .await;
+    assert_eq!(
+        out.agent_view, "src/c.py:2:    def lookup(self):",
+        "indentation kept, prompt.txt skipped"
+    );
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "lookup", "ignore_case": true}),
+    )
+    .await;
+    assert_eq!(
+        out.agent_view,
+        "src/c.py:2:    def lookup(self):\nsrc/c.py:3:        return LOOKUP"
+    );
+}
+
+#[tokio::test]
 async fn search_literal_vs_regex() {
     let ws = workspace(&[("a.py", "x = a.c\ny = abc\n")]);
     let mut ctx = ctx();
@@ -716,7 +750,8 @@ async fn patch_result_shows_the_changed_lines_as_they_now_read() {
     let ws = workspace(&[("big.py", body.as_str())]);
     let mut ctx = ctx();
     read(&ws, &mut ctx, "big.py").await;
-    let patch = "--- a/big.py\n+++ b/big.py\n@@ -14,7 +14,7 @@\n line 14\n line 15\n line 16\n-line 17\n+LINE SEVENTEEN\n line 18\n line 19\n line 20\n";
+    // Stated at line 10, found at 14: the model should see where it landed.
+    let patch = "--- a/big.py\n+++ b/big.py\n@@ -10,7 +10,7 @@\n line 14\n line 15\n line 16\n-line 17\n+LINE SEVENTEEN\n line 18\n line 19\n line 20\n";
     let out = call(
         &tools(&ws),
         &mut ctx,
@@ -740,6 +775,19 @@ async fn patch_result_shows_the_changed_lines_as_they_now_read() {
         "only the change and a little context: {}",
         out.agent_view
     );
+
+    // A clean patch at its stated place is not echoed back.
+    let patch =
+        "--- a/big.py\n+++ b/big.py\n@@ -2,3 +2,3 @@\n line 2\n-line 3\n+LINE THREE\n line 4\n";
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "apply_patch",
+        json!({"patch": patch}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert!(!out.agent_view.contains("LINE THREE"), "{}", out.agent_view);
 }
 
 #[tokio::test]
