@@ -5,5 +5,6 @@
 mod harness;
 
 mod cli_basics;
+mod eval;
 mod resume;
 mod run;

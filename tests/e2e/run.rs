@@ -472,17 +472,31 @@ fn a_file_changed_in_the_original_meanwhile_blocks_the_apply_and_is_named() {
         if i == 3 {
             // The user edits the file in their workspace while the agent works.
             let ws = seen.lock().unwrap().clone();
-            std::fs::write(ws.join("src/pricing.py"), "# edited by the user meanwhile\n").unwrap();
+            std::fs::write(
+                ws.join("src/pricing.py"),
+                "# edited by the user meanwhile\n",
+            )
+            .unwrap();
         }
-        replies.get(i).cloned().unwrap_or_else(|| Reply::Text("done".into()))
+        replies
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| Reply::Text("done".into()))
     }));
     let env = Env::new("pricing", server);
     *ws_path.lock().unwrap() = env.ws();
     let out = env.run(&["run", env.ws().to_str().unwrap(), "--yes"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(read(&env.ws().join("src/pricing.py")), "# edited by the user meanwhile\n", "nothing applied over the user's edit");
+    assert_eq!(
+        read(&env.ws().join("src/pricing.py")),
+        "# edited by the user meanwhile\n",
+        "nothing applied over the user's edit"
+    );
     let (row, events) = env.only_session();
     let outcome = row.outcome.unwrap();
-    assert!(outcome.contains("src/pricing.py"), "names the file: {outcome}");
+    assert!(
+        outcome.contains("src/pricing.py"),
+        "names the file: {outcome}"
+    );
     assert!(!kinds(&events).iter().any(|k| k == "applied"));
 }

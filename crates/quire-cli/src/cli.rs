@@ -59,6 +59,9 @@ pub enum Command {
     /// Browse, export and resume recorded sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Measure an agent: run it over a suite of tasks, judge with hidden tests, report, compare.
+    #[command(subcommand)]
+    Eval(EvalCommand),
 }
 
 #[derive(Debug, Args)]
@@ -157,4 +160,79 @@ pub enum SessionsCommand {
         #[command(flatten)]
         recording: RecordingArgs,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Validate every task: metadata, visible tests, hidden evaluation failing untouched and
+    /// passing with the reference solution.
+    Check {
+        /// The suite folder (tasks, optionally suite.toml).
+        suite: PathBuf,
+        /// Only these tasks.
+        #[arg(long = "task", value_name = "ID", num_args = 1..)]
+        tasks: Vec<String>,
+        /// Tasks checked at once (default: the number of CPUs).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// Run the agent (--agent) over a split of a suite; every attempt is stored.
+    Run(EvalRunArgs),
+    /// Finish an interrupted or killed run: only attempts not done are run again.
+    Resume {
+        /// Run id, a unique prefix, or `last`.
+        run: String,
+        /// Attempts at once (default: the run's).
+        #[arg(long)]
+        jobs: Option<u32>,
+        /// Seconds per attempt (default: the run's).
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<u64>,
+    },
+    /// A run's per-task table and totals (resolve rate with a 95% interval, means).
+    Report {
+        /// Run id, a unique prefix, or `last`.
+        run: String,
+        /// A Markdown table, for pasting.
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Pair two runs attempt by attempt: flips, resolve-rate difference with a paired
+    /// bootstrap interval, token and time differences (B - A).
+    Compare {
+        /// The baseline run.
+        a: String,
+        /// The run compared with it.
+        b: String,
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Past runs, newest first, with agent, config hash, suite, split and headline figures.
+    List {
+        #[arg(long)]
+        suite: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct EvalRunArgs {
+    /// The suite folder (tasks, optionally suite.toml).
+    pub suite: PathBuf,
+    /// train, val or test.
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// Attempts per task.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Attempts at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: u32,
+    /// Only these tasks of the split.
+    #[arg(long = "task", value_name = "ID", num_args = 1..)]
+    pub tasks: Vec<String>,
+    /// Seconds per attempt; past it the session is interrupted and the attempt is a timeout.
+    #[arg(long, default_value_t = 900, value_name = "SECS")]
+    pub timeout: u64,
 }

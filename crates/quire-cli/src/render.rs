@@ -207,6 +207,14 @@ impl Renderer {
             EventKind::RolledBack { files, reason } => {
                 s.red(&format!("rolled back {} ({reason})", files.join(", ")))
             }
+            EventKind::Compaction {
+                stage,
+                tokens_before,
+                tokens_after,
+                ..
+            } => s.dim(&format!(
+                "context {stage}: ~{tokens_before} → ~{tokens_after} tokens"
+            )),
             EventKind::Error { message } => s.red(&format!("error: {message}")),
             EventKind::SessionEnded {
                 status,

@@ -6,8 +6,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ConfigError;
 use crate::schema::{
-    AgentConfig, ContextConfig, FinishConfig, Limits, ModelConfig, Pricing, PromptSection, Prompts,
-    Reminder, TestsConfig, ToolText,
+    AgentConfig, ContextConfig, FinishConfig, GuidanceConfig, Limits, ModelConfig, Pricing,
+    PromptSection, Prompts, Reminder, TestsConfig, ToolRoles, ToolText,
 };
 
 mod builtin {
@@ -145,6 +145,10 @@ struct AgentFile {
     limits: Limits,
     #[serde(default)]
     context: ContextConfig,
+    #[serde(default)]
+    guidance: GuidanceConfig,
+    #[serde(default)]
+    tool_roles: ToolRoles,
     #[serde(default)]
     tests: TestsConfig,
     #[serde(default)]
@@ -364,6 +368,12 @@ fn resolve(
             message: "`extensions` is empty: an agent needs at least one extension".into(),
         });
     }
+    if let Some(message) = context_problem(&file.context, &file.guidance) {
+        return Err(ConfigError::InvalidFile {
+            path: agent_path.to_path_buf(),
+            message,
+        });
+    }
     if file.model.model.trim().is_empty() {
         return Err(ConfigError::InvalidFile {
             path: agent_path.to_path_buf(),
@@ -440,6 +450,8 @@ fn resolve(
         model: file.model,
         limits: file.limits,
         context: file.context,
+        guidance: file.guidance,
+        tool_roles: file.tool_roles,
         tests: file.tests,
         finish: file.finish,
         extensions: file.extensions,
@@ -451,6 +463,43 @@ fn resolve(
     };
     config.hash = config_hash(&config);
     Ok(config)
+}
+
+/// Settings that parse but cannot work together.
+fn context_problem(context: &ContextConfig, guidance: &GuidanceConfig) -> Option<String> {
+    let c = context;
+    let fractions = [
+        ("supersede_at", c.supersede_at),
+        ("fade_at", c.fade_at),
+        ("summary_at", c.summary_at),
+    ];
+    if !(c.min_gain.is_finite() && c.min_gain >= 0.0) {
+        return Some(format!(
+            "`context.min_gain` is {}: a fraction of context.budget_tokens, 0 or more",
+            c.min_gain
+        ));
+    }
+    if let Some((name, value)) = fractions.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+        return Some(format!(
+            "`context.{name}` is {value}: thresholds are positive fractions of context.budget_tokens"
+        ));
+    }
+    if c.budget_tokens == 0 || c.budget_tokens > c.window_tokens {
+        return Some(format!(
+            "`context.budget_tokens` ({}) must be between 1 and context.window_tokens ({})",
+            c.budget_tokens, c.window_tokens
+        ));
+    }
+    if c.keep_recent_turns == 0 {
+        return Some("`context.keep_recent_turns` must be at least 1".into());
+    }
+    if guidance.loop_warn == 0 || guidance.loop_stop < guidance.loop_warn {
+        return Some(format!(
+            "`guidance.loop_warn` ({}) must be at least 1 and at most guidance.loop_stop ({})",
+            guidance.loop_warn, guidance.loop_stop
+        ));
+    }
+    None
 }
 
 /// Hash over everything that shapes behaviour (not where it was loaded from).
@@ -477,4 +526,11 @@ macro_rules! default_from_serde {
         }
     )*};
 }
-default_from_serde!(Limits, ContextConfig, TestsConfig, FinishConfig);
+default_from_serde!(
+    Limits,
+    ContextConfig,
+    GuidanceConfig,
+    ToolRoles,
+    TestsConfig,
+    FinishConfig
+);

@@ -74,12 +74,83 @@ pub struct Limits {
     pub tool_output_max_chars: u32,
 }
 
+/// Context management (the `context` extension). Thresholds are fractions
+/// of `budget_tokens`, the working budget a request should stay under;
+/// `window_tokens` is the model's hard limit and is never exceeded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextConfig {
-    /// The model's context window in tokens.
+    /// Off: requests grow with the conversation (the bench's baseline).
+    #[serde(default = "defaults::yes")]
+    pub enabled: bool,
+    /// The model's context window in tokens (prompt plus output).
     #[serde(default = "defaults::window_tokens")]
     pub window_tokens: u64,
+    /// The request size compaction aims to stay under.
+    #[serde(default = "defaults::budget_tokens")]
+    pub budget_tokens: u64,
+    /// Stage 1: replace reads of a file that was read again or edited later.
+    #[serde(default = "defaults::supersede_at")]
+    pub supersede_at: f64,
+    /// Stage 2: replace old tool results with one-line pointers.
+    #[serde(default = "defaults::fade_at")]
+    pub fade_at: f64,
+    /// Stage 3: an architect call summarises the older history.
+    #[serde(default = "defaults::summary_at")]
+    pub summary_at: f64,
+    /// A stage runs only if it frees at least this fraction of the budget
+    /// (unless the request would not fit the window): compacting in bigger,
+    /// rarer steps keeps the cached prefix stable for longer.
+    #[serde(default = "defaults::min_gain")]
+    pub min_gain: f64,
+    /// Assistant turns (with their results) always kept verbatim.
+    #[serde(default = "defaults::keep_recent_turns")]
+    pub keep_recent_turns: u32,
+    /// Errors and long-lived results (test digests) fade only once older
+    /// than this many assistant turns.
+    #[serde(default = "defaults::keep_error_turns")]
+    pub keep_error_turns: u32,
+    /// Model for the summary call; empty: the session's model.
+    #[serde(default)]
+    pub summary_model: String,
+    #[serde(default = "defaults::summary_max_tokens")]
+    pub summary_max_tokens: u32,
+}
+
+/// Run-time guidance (the `guidance` extension): loop detection limits.
+/// The reminder texts and their caps are in `reminders.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuidanceConfig {
+    /// How many recent tool calls loop detection looks at.
+    #[serde(default = "defaults::loop_window")]
+    pub loop_window: u32,
+    /// Identical calls (same tool, arguments and result) in the window that
+    /// trigger the `loop_detected` reminder.
+    #[serde(default = "defaults::loop_warn")]
+    pub loop_warn: u32,
+    /// Identical calls in the window that stop the run.
+    #[serde(default = "defaults::loop_stop")]
+    pub loop_stop: u32,
+    /// Consecutive failed edits of one file that trigger `edit_failures`.
+    #[serde(default = "defaults::edit_failure_threshold")]
+    pub edit_failure_threshold: u32,
+}
+
+/// What the tools do, by name, for the extensions that reason about tool
+/// results without knowing the tools (compaction, guidance).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRoles {
+    /// Tools that show a file (argument `path`; optional `offset`, `limit`).
+    #[serde(default = "defaults::read_tools")]
+    pub reads: Vec<String>,
+    /// Tools that change files (argument `path`, or a unified diff in `patch`).
+    #[serde(default = "defaults::edit_tools")]
+    pub edits: Vec<String>,
+    /// Tools that run the tests; their digests are kept longer.
+    #[serde(default = "defaults::test_tools")]
+    pub tests: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -179,6 +250,8 @@ pub struct AgentConfig {
     pub model: ModelConfig,
     pub limits: Limits,
     pub context: ContextConfig,
+    pub guidance: GuidanceConfig,
+    pub tool_roles: ToolRoles,
     pub tests: TestsConfig,
     pub finish: FinishConfig,
     /// Extension names in the order their callbacks run.
@@ -263,6 +336,55 @@ pub(crate) mod defaults {
     }
     pub fn window_tokens() -> u64 {
         128_000
+    }
+    pub fn budget_tokens() -> u64 {
+        24_000
+    }
+    pub fn supersede_at() -> f64 {
+        0.5
+    }
+    pub fn fade_at() -> f64 {
+        0.6
+    }
+    pub fn summary_at() -> f64 {
+        0.85
+    }
+    pub fn min_gain() -> f64 {
+        0.2
+    }
+    pub fn keep_recent_turns() -> u32 {
+        3
+    }
+    pub fn keep_error_turns() -> u32 {
+        8
+    }
+    pub fn summary_max_tokens() -> u32 {
+        1500
+    }
+    pub fn loop_window() -> u32 {
+        12
+    }
+    pub fn loop_warn() -> u32 {
+        3
+    }
+    pub fn loop_stop() -> u32 {
+        6
+    }
+    pub fn edit_failure_threshold() -> u32 {
+        3
+    }
+    pub fn read_tools() -> Vec<String> {
+        vec!["read_file".into()]
+    }
+    pub fn edit_tools() -> Vec<String> {
+        vec![
+            "edit_file".into(),
+            "write_file".into(),
+            "apply_patch".into(),
+        ]
+    }
+    pub fn test_tools() -> Vec<String> {
+        vec!["run_tests".into()]
     }
     pub fn test_timeout_secs() -> u64 {
         300

@@ -229,3 +229,26 @@ fn pricing_bills_cached_tokens_at_the_cached_rate() {
     let expected = 0.5 * 0.40 + 0.5 * 0.10 + 0.1 * 1.60;
     assert!((cost - expected).abs() < 1e-9, "{cost} vs {expected}");
 }
+
+#[test]
+fn context_guidance_and_tool_roles_have_defaults_and_are_checked() {
+    let config = Loader::default().load(&AgentSource::Builtin).unwrap();
+    let c = &config.context;
+    assert!(c.enabled);
+    assert_eq!(c.budget_tokens, 24_000);
+    assert!(c.supersede_at < c.fade_at && c.fade_at < c.summary_at);
+    assert_eq!(c.summary_model, "");
+    assert!(config.guidance.loop_warn < config.guidance.loop_stop);
+    assert_eq!(config.tool_roles.tests, vec!["run_tests".to_string()]);
+    for bad in [
+        "context.budget_tokens=200000",
+        "context.fade_at=-0.5",
+        "context.keep_recent_turns=0",
+        "guidance.loop_warn=9",
+    ] {
+        let loader = Loader::new(vec![Override::parse(bad).unwrap()]);
+        let err = loader.load(&AgentSource::Builtin).unwrap_err().to_string();
+        let key = bad.split(['=', '.']).nth(1).unwrap();
+        assert!(err.contains(key), "{bad}: {err}");
+    }
+}

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use quire_config::AgentConfig;
 use quire_types::{Event, EventKind, Message, Usage};
 
+use crate::estimate::{CharEstimator, TokenEstimator};
 use crate::sink::{EventSink, SinkError};
 
 /// Per-session state that extensions share without knowing each other:
@@ -48,6 +49,9 @@ pub struct Ctx {
     /// Consecutive model replies that broke the protocol.
     pub protocol_repairs: u32,
     pub state: StateMap,
+    /// Counts request tokens for the trajectory; extensions may install a
+    /// better one than the chars/4 default in `on_start`.
+    pub estimator: Arc<dyn TokenEstimator>,
     sink: Arc<dyn EventSink>,
 }
 
@@ -63,6 +67,7 @@ impl Ctx {
             tool_calls: 0,
             protocol_repairs: 0,
             state: StateMap::default(),
+            estimator: Arc::new(CharEstimator),
             sink,
         }
     }

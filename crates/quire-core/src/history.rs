@@ -26,6 +26,9 @@ pub fn rebuild_history(events: &[Event]) -> Vec<Message> {
             )),
             EventKind::HistoryReplaced {
                 messages: replaced, ..
+            }
+            | EventKind::Compaction {
+                messages: replaced, ..
             } => messages = replaced.clone(),
             _ => {}
         }
@@ -98,6 +101,35 @@ mod tests {
         let history = rebuild_history(&events);
         assert_eq!(history.len(), 3);
         assert_eq!(history[2].text(), "compact");
+    }
+
+    #[test]
+    fn a_compaction_replaces_the_history_and_later_events_extend_it() {
+        let events = vec![
+            Event::now(EventKind::UserMessage {
+                source: "task".into(),
+                content: "fix it".into(),
+            }),
+            Event::now(EventKind::UserMessage {
+                source: "reminder".into(),
+                content: "long gone".into(),
+            }),
+            Event::now(EventKind::Compaction {
+                stage: "summary".into(),
+                tokens_before: 10,
+                tokens_after: 5,
+                summary: Some("s".into()),
+                usage: Usage::default(),
+                messages: vec![Message::user("fix it"), Message::user("summary")],
+            }),
+            Event::now(EventKind::UserMessage {
+                source: "feedback".into(),
+                content: "more".into(),
+            }),
+        ];
+        let history = rebuild_history(&events);
+        let texts: Vec<&str> = history.iter().map(Message::text).collect();
+        assert_eq!(texts, ["fix it", "summary", "more"]);
     }
 
     #[test]

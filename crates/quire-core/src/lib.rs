@@ -8,6 +8,7 @@
 
 mod context;
 mod error;
+mod estimate;
 pub mod extensions;
 mod history;
 mod interrupt;
@@ -16,6 +17,7 @@ mod sink;
 
 pub use context::{Ctx, StateMap};
 pub use error::CoreError;
+pub use estimate::{CharEstimator, TokenEstimator};
 pub use history::{pair_tool_calls, rebuild_history};
 pub use interrupt::Interrupt;
 pub use run::{

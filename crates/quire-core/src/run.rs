@@ -98,8 +98,16 @@ pub trait Extension: Send + Sync {
         Ok(())
     }
 
-    /// Shapes the request just before it is sent (agent view only).
-    fn on_input_messages(&self, _ctx: &mut Ctx, _request: &mut ModelRequest) {}
+    /// Shapes the request just before it is sent. Changes to `request` are
+    /// for this call only; an extension that must change the conversation for
+    /// good (compaction) rewrites `ctx.messages` and records it.
+    async fn on_input_messages(
+        &self,
+        _ctx: &mut Ctx,
+        _request: &mut ModelRequest,
+    ) -> Result<(), CoreError> {
+        Ok(())
+    }
 
     /// Interprets the model's reply: may rewrite it (e.g. parse text-protocol
     /// calls into native ones) or reject it with a repair message.
@@ -119,6 +127,14 @@ pub trait Extension: Send + Sync {
     /// Reacts after the step's actions ran: inject reminders, stop the run.
     async fn after_step(&self, _ctx: &mut Ctx, _step: &StepSummary) -> Result<Control, CoreError> {
         Ok(Control::Continue)
+    }
+
+    /// A tool asked to finish. `Some(reminder)` refuses: the tool's result
+    /// becomes an error carrying the reminder and the loop goes on. An
+    /// extension must stop refusing at some point (reminders have
+    /// `max_fires`), or the model could never finish.
+    async fn check_finish(&self, _ctx: &mut Ctx) -> Option<String> {
+        None
     }
 }
 
@@ -211,18 +227,27 @@ impl Agent {
             // An iteration counts once the model has answered, so a call cut
             // short by an interrupt or a kill is made again on resume.
             let iteration = ctx.iteration + 1;
-            let request = self.build_request(ctx);
+            // Extensions may call a model here (compaction), so it is interruptible too.
+            let request = tokio::select! {
+                r = self.build_request(ctx) => r?,
+                _ = interrupt.triggered() => return Ok(LoopOutcome::Interrupted),
+            };
+            let estimated_tokens = ctx.estimator.estimate(&request);
             ctx.emit(EventKind::ModelRequest {
                 iteration,
                 messages: request.messages.len(),
                 tools: request.tools.len(),
-                estimated_tokens: estimate_tokens(&request),
+                estimated_tokens,
             })?;
             let started = Instant::now();
             let mut response = tokio::select! {
                 r = self.client.complete(&request) => r?,
                 _ = interrupt.triggered() => return Ok(LoopOutcome::Interrupted),
             };
+            if response.usage.prompt_tokens > 0 {
+                ctx.estimator
+                    .observe(estimated_tokens, response.usage.prompt_tokens);
+            }
             ctx.iteration = iteration;
             let repair = self.interpret(ctx, &mut response);
             unique_call_ids(ctx, &mut response);
@@ -257,7 +282,7 @@ impl Agent {
         Ok(LoopOutcome::IterationCap)
     }
 
-    fn build_request(&self, ctx: &mut Ctx) -> ModelRequest {
+    async fn build_request(&self, ctx: &mut Ctx) -> Result<ModelRequest, CoreError> {
         let mut messages = Vec::with_capacity(ctx.messages.len() + 1);
         messages.push(Message::system(ctx.system_prompt.clone()));
         messages.extend(ctx.messages.iter().cloned());
@@ -268,9 +293,9 @@ impl Agent {
             max_output_tokens: Some(ctx.config.model.max_output_tokens),
         };
         for ext in &self.extensions {
-            ext.on_input_messages(ctx, &mut request);
+            ext.on_input_messages(ctx, &mut request).await?;
         }
-        request
+        Ok(request)
     }
 
     fn interpret(&self, ctx: &mut Ctx, response: &mut ModelResponse) -> Option<ProtocolFailure> {
@@ -300,7 +325,7 @@ impl Agent {
         let mut valid = 0;
         for call in calls {
             let mut started = Instant::now();
-            let output = if control != Control::Continue || interrupt.is_triggered() {
+            let mut output = if control != Control::Continue || interrupt.is_triggered() {
                 ToolOutput::error(ctx.config.message("call_skipped").to_string())
             } else {
                 match self.validate(ctx, call) {
@@ -320,6 +345,11 @@ impl Agent {
                     }
                 }
             };
+            if matches!(output.control, Control::Finish { .. })
+                && let Some(reminder) = self.check_finish(ctx).await
+            {
+                output = ToolOutput::error(reminder);
+            }
             if control == Control::Continue {
                 control = output.control.clone();
             }
@@ -334,6 +364,16 @@ impl Agent {
             let control = self.note_repair(ctx, "no valid tool call")?;
             Ok((step, control))
         }
+    }
+
+    /// The first extension's reason not to finish yet, if any.
+    async fn check_finish(&self, ctx: &mut Ctx) -> Option<String> {
+        for ext in &self.extensions {
+            if let Some(reminder) = ext.check_finish(ctx).await {
+                return Some(reminder);
+            }
+        }
+        None
     }
 
     fn note_repair(&self, ctx: &mut Ctx, reason: &str) -> Result<Control, CoreError> {
@@ -524,19 +564,4 @@ fn check_schema(
         }
     }
     Ok(())
-}
-
-/// Rough prompt size (4 characters a token) until a tokenizer is wired in.
-fn estimate_tokens(request: &ModelRequest) -> u64 {
-    let chars: usize = request
-        .messages
-        .iter()
-        .map(|m| m.text().len())
-        .sum::<usize>()
-        + request
-            .tools
-            .iter()
-            .map(|t| t.description.len() + t.parameters.to_string().len())
-            .sum::<usize>();
-    (chars / 4) as u64
 }

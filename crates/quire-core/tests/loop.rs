@@ -329,3 +329,90 @@ async fn a_tool_without_config_text_is_rejected_at_construction() {
         "{err}"
     );
 }
+
+/// Refuses the first finish with a reminder; records what the estimator saw.
+struct HoldFinishOnce {
+    refused: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl Extension for HoldFinishOnce {
+    fn name(&self) -> &str {
+        "hold"
+    }
+    async fn check_finish(&self, _ctx: &mut Ctx) -> Option<String> {
+        (!self.refused.swap(true, std::sync::atomic::Ordering::SeqCst))
+            .then(|| "Not yet: check the docs.".to_string())
+    }
+}
+
+/// Counts 7 tokens a request and remembers what the provider said.
+#[derive(Default)]
+struct Seven {
+    observed: std::sync::Mutex<Vec<(u64, u64)>>,
+}
+
+impl quire_core::TokenEstimator for Seven {
+    fn estimate(&self, _request: &quire_types::ModelRequest) -> u64 {
+        7
+    }
+    fn observe(&self, estimated: u64, reported: u64) {
+        self.observed.lock().unwrap().push((estimated, reported));
+    }
+}
+
+#[tokio::test]
+async fn check_finish_turns_finish_into_a_reminder_result_and_the_loop_goes_on() {
+    let server = ScriptedServer::start(Script::sequence(vec![
+        Reply::ToolCalls(vec![call("finish", json!({"summary": "early"}))]),
+        Reply::ToolCalls(vec![call("finish", json!({"summary": "done"}))]),
+    ]))
+    .await;
+    let config = config(&[]);
+    let sink = Arc::new(MemorySink::default());
+    let mut ctx = ctx(config.clone(), sink.clone());
+    let estimator = Arc::new(Seven::default());
+    ctx.estimator = estimator.clone();
+    let client = {
+        let mut settings =
+            ClientSettings::new(Provider::OpenAi, "scripted-model", server.openai_base_url());
+        settings.stream = false;
+        build_client(settings).unwrap()
+    };
+    let exts: Vec<Arc<dyn Extension>> = vec![
+        Arc::new(FakeTools),
+        Arc::new(HoldFinishOnce {
+            refused: Default::default(),
+        }),
+    ];
+    let outcome = Agent::new(client, exts, &config)
+        .unwrap()
+        .run(&mut ctx, &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        LoopOutcome::Finished {
+            summary: "done".into()
+        }
+    );
+    server.assert_clean();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1].last_tool_result().as_deref(),
+        Some("Not yet: check the docs.")
+    );
+    let events = sink.events();
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::ToolResult { is_error: true, views, .. } if views.agent_view == "Not yet: check the docs."
+    )));
+    assert!(events.iter().all(|e| !matches!(
+        &e.kind,
+        EventKind::ModelRequest { estimated_tokens, .. } if *estimated_tokens != 7
+    )));
+    let observed = estimator.observed.lock().unwrap().clone();
+    assert_eq!(observed.len(), 2);
+    assert!(observed.iter().all(|(e, r)| *e == 7 && *r > 0));
+}

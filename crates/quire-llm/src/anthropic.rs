@@ -213,8 +213,18 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
     if let Some(last) = system.last_mut() {
         last["cache_control"] = cache_marker();
     }
-    if let Some(last) = turns.last_mut().and_then(|(_, b)| b.last_mut()) {
-        last["cache_control"] = cache_marker();
+    if let Some((role, blocks)) = turns.last_mut() {
+        let n = blocks.len();
+        // Text after other blocks in the final user turn may be sent with
+        // this request only (the working-memory index): a breakpoint before
+        // it too lets the next request hit the cache written here. That
+        // makes at most four breakpoints, the API's limit.
+        if *role == "user" && n >= 2 && blocks[n - 1]["type"] == "text" {
+            blocks[n - 2]["cache_control"] = cache_marker();
+        }
+        if let Some(last) = blocks.last_mut() {
+            last["cache_control"] = cache_marker();
+        }
     }
     let messages: Vec<Value> = turns
         .into_iter()
@@ -606,7 +616,9 @@ mod tests {
         assert_eq!(last[1]["is_error"], true);
         assert_eq!(last[2]["text"], "also this");
         assert_eq!(last[2]["cache_control"]["type"], "ephemeral");
-        assert!(last[1].get("cache_control").is_none());
+        // The block before trailing text is a breakpoint too (at most four).
+        assert_eq!(last[1]["cache_control"]["type"], "ephemeral");
+        assert!(last[0].get("cache_control").is_none());
     }
 
     #[test]

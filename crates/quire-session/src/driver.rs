@@ -12,7 +12,7 @@ use quire_workspace::{SessionCopy, digest_test_output, run_command, unified_diff
 use crate::approval::{Approver, Decision, ProposedChange};
 use crate::error::SessionError;
 use crate::home::DataHome;
-use crate::registry::build_extensions;
+use crate::registry::{SessionParts, build_extensions};
 use crate::sink::StoreSink;
 use crate::workspace_info::WorkspaceInfo;
 
@@ -48,6 +48,8 @@ pub struct Runner {
     home: DataHome,
     config: Arc<AgentConfig>,
     client: Arc<dyn ModelClient>,
+    /// Answers compaction's summary call; see [`Runner::with_summary_client`].
+    summary_client: Option<Arc<dyn ModelClient>>,
     store: Arc<Mutex<Store>>,
 }
 
@@ -77,8 +79,52 @@ impl Runner {
             home,
             config,
             client,
+            summary_client: None,
             store: Arc::new(Mutex::new(store)),
         })
+    }
+
+    /// Uses `client` for compaction's summary call instead of the default
+    /// (the session's client, or one built for `context.summary_model`).
+    pub fn with_summary_client(mut self, client: Arc<dyn ModelClient>) -> Runner {
+        self.summary_client = Some(client);
+        self
+    }
+
+    /// The summary client: the one given, else the session's own unless
+    /// `context.summary_model` names another model, then a client for that
+    /// model with the same provider, endpoint and key.
+    fn summary_client(&self) -> Arc<dyn ModelClient> {
+        if let Some(client) = &self.summary_client {
+            return client.clone();
+        }
+        let model = self.config.context.summary_model.trim();
+        if model.is_empty() || model == self.client.model() {
+            return self.client.clone();
+        }
+        let m = &self.config.model;
+        let provider = match m.provider {
+            quire_config::Provider::OpenAi => quire_llm::Provider::OpenAi,
+            quire_config::Provider::Anthropic => quire_llm::Provider::Anthropic,
+        };
+        let mut settings = quire_llm::ClientSettings::new(provider, model, m.base_url.clone());
+        settings.api_key_env = m.api_key_env.clone();
+        settings.api_key = (!m.api_key_env.is_empty())
+            .then(|| std::env::var(&m.api_key_env).ok())
+            .flatten()
+            .filter(|k| !k.is_empty());
+        settings.request_timeout = Duration::from_secs(m.request_timeout_secs);
+        settings.stream = m.stream;
+        settings.max_attempts = m.max_attempts.max(1);
+        settings.retry_base_delay = Duration::from_millis(m.retry_base_delay_ms);
+        settings.retry_max_delay = Duration::from_millis(m.retry_max_delay_ms);
+        match quire_llm::build_client(settings) {
+            Ok(client) => client,
+            Err(err) => {
+                tracing::warn!(%err, model, "cannot build the summary client; using the session's model");
+                self.client.clone()
+            }
+        }
     }
 
     pub fn store(&self) -> Arc<Mutex<Store>> {
@@ -147,7 +193,7 @@ impl Runner {
         })?;
         let first = self.first_message(&info, &copy);
         ctx.push_user("task", first)?;
-        let agent = self.agent(&copy, &info)?;
+        let agent = self.agent(&id, &copy, &info)?;
         agent.start(&mut ctx).await?;
         let mut live = Live {
             id,
@@ -208,7 +254,7 @@ impl Runner {
         ctx.iteration = row.totals.iterations;
         ctx.usage = row.totals.usage;
         ctx.tool_calls = row.totals.tool_calls;
-        let agent = self.agent(&copy, &info)?;
+        let agent = self.agent(&row.id, &copy, &info)?;
         agent.start(&mut ctx).await?;
         let mut live = Live {
             id: row.id.clone(),
@@ -222,8 +268,19 @@ impl Runner {
         self.drive(&mut live, &options).await
     }
 
-    fn agent(&self, copy: &Arc<SessionCopy>, info: &WorkspaceInfo) -> Result<Agent, SessionError> {
-        let extensions = build_extensions(&self.config, copy.clone(), info.test_command.clone())?;
+    fn agent(
+        &self,
+        id: &SessionId,
+        copy: &Arc<SessionCopy>,
+        info: &WorkspaceInfo,
+    ) -> Result<Agent, SessionError> {
+        let parts = SessionParts {
+            copy: copy.clone(),
+            test_command: info.test_command.clone(),
+            session_dir: self.home.session_dir(id.as_str()),
+            summary_client: self.summary_client(),
+        };
+        let extensions = build_extensions(&self.config, &parts)?;
         Ok(Agent::new(self.client.clone(), extensions, &self.config)?)
     }
 

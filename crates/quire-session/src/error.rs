@@ -24,6 +24,8 @@ pub enum SessionError {
     Copy(String),
     #[error("unknown extension `{name}` in the agent config (known: {known})")]
     UnknownExtension { name: String, known: String },
+    #[error("agent config: {0}")]
+    ExtensionOrder(String),
     #[error("no session matches `{0}`")]
     SessionNotFound(String),
     #[error("session {id} cannot be resumed: {reason}")]

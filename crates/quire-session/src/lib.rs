@@ -16,6 +16,8 @@ pub use approval::{Approver, AutoApprove, Decision, ProposedChange};
 pub use driver::{EndReason, RunOptions, Runner, SessionReport};
 pub use error::SessionError;
 pub use home::DataHome;
-pub use registry::{KNOWN_EXTENSIONS, build_extensions};
+pub use registry::{
+    KNOWN_EXTENSIONS, SessionParts, build_extensions, order_problems, tools_by_extension,
+};
 pub use sink::StoreSink;
 pub use workspace_info::{WorkspaceChoices, WorkspaceInfo};

@@ -1,31 +1,85 @@
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use quire_config::AgentConfig;
+use quire_context::{
+    ContextExtension, GuidanceExtension, MemoryExtension, MemoryStore, TokenCounter,
+};
 use quire_core::Extension;
 use quire_core::extensions::ProtocolExtension;
+use quire_llm::ModelClient;
 use quire_tools::{Finisher, TestRunner, WorkspaceTools};
 use quire_workspace::SessionCopy;
 
 use crate::error::SessionError;
 
 /// Extension names an agent config may list, in no particular order.
-pub const KNOWN_EXTENSIONS: &[&str] = &["protocol", "workspace_tools", "tests", "finish"];
+pub const KNOWN_EXTENSIONS: &[&str] = &[
+    "context",
+    "protocol",
+    "workspace_tools",
+    "tests",
+    "finish",
+    "memory",
+    "guidance",
+];
+
+/// Extensions that reshape each request; `context` must come before them,
+/// because it rebuilds the request from the (compacted) conversation.
+const REQUEST_SHAPERS: &[&str] = &["protocol", "memory"];
+
+/// The tools each known extension declares, so a config can be checked
+/// without building a session.
+pub fn tools_by_extension() -> Vec<(&'static str, &'static [&'static str])> {
+    quire_tools::tools_by_extension()
+        .iter()
+        .chain(quire_context::tools_by_extension())
+        .copied()
+        .collect()
+}
+
+/// What the extensions of one session are built from.
+pub struct SessionParts {
+    pub copy: Arc<SessionCopy>,
+    /// `None` (or blank): the project has no tests.
+    pub test_command: Option<String>,
+    /// `<data home>/sessions/<id>`: working memory lives in `memory/`.
+    pub session_dir: PathBuf,
+    /// Answers the context extension's summary call.
+    pub summary_client: Arc<dyn ModelClient>,
+}
 
 /// Builds the extensions an agent config lists, in its order.
 pub fn build_extensions(
     config: &AgentConfig,
-    copy: Arc<SessionCopy>,
-    test_command: Option<String>,
+    parts: &SessionParts,
 ) -> Result<Vec<Arc<dyn Extension>>, SessionError> {
+    check_order(config)?;
+    let memory = MemoryStore::new(parts.session_dir.join("memory"));
+    let has_memory = config.extensions.iter().any(|e| e == "memory");
+    let has_tests = parts
+        .test_command
+        .as_deref()
+        .is_some_and(|c| !c.trim().is_empty());
     config
         .extensions
         .iter()
         .map(|name| -> Result<Arc<dyn Extension>, SessionError> {
+            let copy = parts.copy.clone();
             Ok(match name.as_str() {
+                "context" => Arc::new(ContextExtension::new(
+                    Arc::new(TokenCounter::new()),
+                    parts.summary_client.clone(),
+                )),
                 "protocol" => Arc::new(ProtocolExtension::new()),
-                "workspace_tools" => Arc::new(WorkspaceTools::new(copy.clone())),
-                "tests" => Arc::new(TestRunner::new(copy.clone(), test_command.clone())),
-                "finish" => Arc::new(Finisher::new(copy.clone())),
+                "workspace_tools" => Arc::new(WorkspaceTools::new(copy)),
+                "tests" => Arc::new(TestRunner::new(copy, parts.test_command.clone())),
+                "finish" => Arc::new(Finisher::new(copy)),
+                "memory" => Arc::new(MemoryExtension::new(memory.clone())),
+                "guidance" => Arc::new(GuidanceExtension::new(
+                    has_memory.then(|| memory.clone()),
+                    has_tests,
+                )),
                 other => {
                     return Err(SessionError::UnknownExtension {
                         name: other.to_string(),
@@ -35,4 +89,26 @@ pub fn build_extensions(
             })
         })
         .collect()
+}
+
+/// Problems with the order of `extensions` (also reported by `config check`).
+pub fn order_problems(config: &AgentConfig) -> Vec<String> {
+    let position = |name: &str| config.extensions.iter().position(|e| e == name);
+    let Some(context) = position("context") else {
+        return Vec::new();
+    };
+    REQUEST_SHAPERS
+        .iter()
+        .filter(|shaper| position(shaper).is_some_and(|at| at < context))
+        .map(|shaper| {
+            format!("extension `context` must come before `{shaper}` (it rebuilds the request)")
+        })
+        .collect()
+}
+
+fn check_order(config: &AgentConfig) -> Result<(), SessionError> {
+    match order_problems(config).into_iter().next() {
+        Some(problem) => Err(SessionError::ExtensionOrder(problem)),
+        None => Ok(()),
+    }
 }

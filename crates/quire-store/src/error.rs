@@ -43,7 +43,18 @@ pub enum StoreError {
     SessionNotFound { db: String, id: SessionId },
     #[error("{db}: session {id} already exists")]
     SessionExists { db: String, id: SessionId },
-    #[error("{db}: session prefix `{prefix}` is ambiguous (matches {})", matches.join(", "))]
+    #[error("{db}: no eval run {id}")]
+    EvalRunNotFound { db: String, id: String },
+    #[error("{db}: eval run {id} already exists")]
+    EvalRunExists { db: String, id: String },
+    #[error("{db}: eval run {run} has no attempt {attempt} of task {task}")]
+    EvalResultNotFound {
+        db: String,
+        run: String,
+        task: String,
+        attempt: u32,
+    },
+    #[error("{db}: id prefix `{prefix}` is ambiguous (matches {})", matches.join(", "))]
     AmbiguousPrefix {
         db: String,
         prefix: String,

@@ -1,6 +1,7 @@
 //! The SQLite trajectory store: sessions and the events of each, committed
 //! one by one as they happen so that a killed process still leaves a
-//! readable, resumable trajectory.
+//! readable, resumable trajectory; and eval runs with their per-attempt
+//! results (`quire eval`).
 //!
 //! One [`Store`] wraps one connection and is used from one thread at a time;
 //! several processes may open the same file (WAL mode, busy timeout, and
@@ -10,6 +11,7 @@
 
 mod convert;
 mod error;
+mod evals;
 mod events;
 mod schema;
 mod sessions;
@@ -21,6 +23,10 @@ use quire_types::Redactor;
 use rusqlite::{Connection, ErrorCode};
 
 pub use error::StoreError;
+pub use evals::{
+    EvalOutcome, EvalResultRow, EvalResultStatus, EvalRunRow, EvalRunStatus, EvalRunSummary,
+    NewEvalRun,
+};
 pub use events::StoredEvent;
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{NewSession, SessionFilter, SessionRow, SessionStatus, Totals};

@@ -11,7 +11,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 use crate::StoreError;
 use crate::convert::{fmt_ts, to_u32};
 
-/// Ordered schema migrations; later ones (distill jobs, eval runs) go after.
+/// Ordered schema migrations; later ones (distill jobs, …) go after.
 const MIGRATIONS: &[&str] = &[
     // 1: sessions and their events.
     r#"
@@ -55,6 +55,53 @@ const MIGRATIONS: &[&str] = &[
         duration_ms INTEGER
     );
     CREATE UNIQUE INDEX idx_events_session_seq ON events(session_id, seq);
+    "#,
+    // 2: eval runs and their per-attempt results (`quire eval`).
+    r#"
+    CREATE TABLE eval_runs (
+        id           TEXT PRIMARY KEY NOT NULL,
+        suite        TEXT NOT NULL,
+        suite_path   TEXT NOT NULL,
+        split        TEXT NOT NULL,
+        agent        TEXT NOT NULL,
+        config_hash  TEXT NOT NULL,
+        model        TEXT NOT NULL,
+        started_at   TEXT NOT NULL,
+        ended_at     TEXT,
+        status       TEXT NOT NULL DEFAULT 'running',
+        repeat       INTEGER NOT NULL DEFAULT 1,
+        jobs         INTEGER NOT NULL DEFAULT 1,
+        timeout_secs INTEGER NOT NULL DEFAULT 0,
+        args         TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX idx_eval_runs_started_at ON eval_runs(started_at);
+
+    CREATE TABLE eval_results (
+        run_id            TEXT NOT NULL REFERENCES eval_runs(id) ON DELETE CASCADE,
+        task_id           TEXT NOT NULL,
+        attempt           INTEGER NOT NULL,
+        session_id        TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+        status            TEXT NOT NULL DEFAULT 'pending',
+        resolved          INTEGER NOT NULL DEFAULT 0,
+        category          TEXT,
+        visible_passed    INTEGER,
+        visible_failed    INTEGER,
+        hidden_passed     INTEGER,
+        hidden_failed     INTEGER,
+        prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        cached_tokens     INTEGER NOT NULL DEFAULT 0,
+        cost_usd          REAL NOT NULL DEFAULT 0,
+        turns             INTEGER NOT NULL DEFAULT 0,
+        tool_calls        INTEGER NOT NULL DEFAULT 0,
+        wall_ms           INTEGER NOT NULL DEFAULT 0,
+        started_at        TEXT,
+        ended_at          TEXT,
+        error             TEXT,
+        details           TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY (run_id, task_id, attempt)
+    );
+    CREATE INDEX idx_eval_results_session_id ON eval_results(session_id);
     "#,
 ];
 

@@ -423,7 +423,7 @@ impl Store {
 }
 
 /// Escapes LIKE wildcards so a prefix matches literally (escape char `\`).
-fn escape_like(text: &str) -> String {
+pub(crate) fn escape_like(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if matches!(c, '%' | '_' | '\\') {
@@ -432,6 +432,16 @@ fn escape_like(text: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// The session columns `read_session_row` expects, in order.
+pub(crate) fn session_columns() -> &'static str {
+    COLUMNS
+}
+
+/// Maps a row selected with [`COLUMNS`] (for queries in other modules).
+pub(crate) fn read_session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    read_session(row)
 }
 
 /// Maps a row selected with [`COLUMNS`].

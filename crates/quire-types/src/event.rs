@@ -33,8 +33,8 @@ pub struct ToolResultViews {
 }
 
 /// What happened. Variants that grow the conversation carry enough to rebuild
-/// it on resume: `UserMessage`, `ModelResponse` and `ToolResult`, and
-/// `HistoryReplaced` for compaction.
+/// it on resume: `UserMessage`, `ModelResponse` and `ToolResult`; and
+/// `Compaction` and `HistoryReplaced` replace it as a whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventKind {
@@ -60,7 +60,9 @@ pub enum EventKind {
         iteration: u32,
         messages: usize,
         tools: usize,
-        /// Locally estimated prompt tokens (chars/4 until a tokenizer is wired).
+        /// Prompt tokens counted locally before sending (the session's
+        /// estimator: o200k BPE with the `context` extension, else chars/4),
+        /// uncalibrated; the provider's count is in the `ModelResponse` usage.
         estimated_tokens: u64,
     },
     ModelResponse {
@@ -117,7 +119,25 @@ pub enum EventKind {
         files: Vec<String>,
         reason: String,
     },
-    /// The conversation history was replaced (compaction, resume repair).
+    /// The context extension rewrote the conversation to keep requests under
+    /// budget. `messages` is the whole conversation after the system prompt
+    /// from now on (resume continues from it).
+    Compaction {
+        /// `supersede`, `fade`, `summary`, `fade_all` (the summary failed) or
+        /// `trim` (over the hard window).
+        stage: String,
+        /// Estimated request size before and after, in calibrated tokens.
+        tokens_before: u64,
+        tokens_after: u64,
+        /// The architect summary that replaced the older history.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+        /// What the summary call cost (zero for the other stages).
+        #[serde(default)]
+        usage: Usage,
+        messages: Vec<Message>,
+    },
+    /// The conversation history was replaced (resume repair).
     HistoryReplaced {
         reason: String,
         messages: Vec<Message>,
@@ -153,6 +173,7 @@ impl EventKind {
             EventKind::Approval { .. } => "approval",
             EventKind::Applied { .. } => "applied",
             EventKind::RolledBack { .. } => "rolled_back",
+            EventKind::Compaction { .. } => "compaction",
             EventKind::HistoryReplaced { .. } => "history_replaced",
             EventKind::Error { .. } => "error",
             EventKind::SessionEnded { .. } => "session_ended",

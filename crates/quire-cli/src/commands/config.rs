@@ -25,7 +25,8 @@ fn check(global: &GlobalArgs, agent: Option<&str>) -> Result<ExitCode> {
             ));
         }
     }
-    for (ext, tools) in quire_tools::tools_by_extension() {
+    problems.extend(quire_session::order_problems(&config));
+    for (ext, tools) in quire_session::tools_by_extension() {
         if config.extensions.iter().any(|e| e == ext) {
             for tool in tools.iter() {
                 if !config.tools.contains_key(*tool) {

@@ -1,5 +1,6 @@
 mod config;
 mod demo;
+mod eval;
 mod models;
 mod run;
 mod sessions;
@@ -18,5 +19,6 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Config(cmd) => config::config(&global, cmd),
         Command::Models(cmd) => models::models(&global, cmd).await,
         Command::Sessions(cmd) => sessions::sessions(&global, cmd).await,
+        Command::Eval(cmd) => eval::eval(&global, cmd).await,
     }
 }

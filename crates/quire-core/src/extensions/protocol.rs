@@ -4,6 +4,7 @@ use quire_llm::text_protocol;
 use quire_types::{Message, ModelRequest, ModelResponse};
 
 use crate::context::Ctx;
+use crate::error::CoreError;
 use crate::run::{Extension, ProtocolFailure};
 
 /// Speaks the text tool protocol to models without native tool calling.
@@ -28,9 +29,13 @@ impl Extension for ProtocolExtension {
         "protocol"
     }
 
-    fn on_input_messages(&self, ctx: &mut Ctx, request: &mut ModelRequest) {
+    async fn on_input_messages(
+        &self,
+        ctx: &mut Ctx,
+        request: &mut ModelRequest,
+    ) -> Result<(), CoreError> {
         if ctx.config.model.tool_calling != ToolCalling::Text {
-            return;
+            return Ok(());
         }
         let catalog = text_protocol::render_tool_catalog(&request.tools);
         let instructions = render(&ctx.config.prompts.text_protocol, &[("tools", &catalog)]);
@@ -71,6 +76,7 @@ impl Extension for ProtocolExtension {
             }
         }
         request.messages = out;
+        Ok(())
     }
 
     fn on_model_output(

@@ -1,0 +1,476 @@
+//! `quire eval`: check suites, run an agent over them, resume, report,
+//! compare and list runs.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use quire_core::Interrupt;
+use quire_evals::{
+    CheckOptions, Comparison, EvalRunner, Progress, RunPlan, RunReport, Settings, Suite, TaskCheck,
+    check_suite, create_run, short_hash, tokens_text,
+};
+use quire_store::{EvalResultRow, EvalRunRow, Store};
+
+use crate::cli::{EvalCommand, EvalRunArgs, GlobalArgs, RecordingArgs};
+use crate::client::{home, load_agent};
+use crate::render::Style;
+
+pub async fn eval(global: &GlobalArgs, cmd: EvalCommand) -> Result<ExitCode> {
+    match cmd {
+        EvalCommand::Check { suite, tasks, jobs } => check(global, &suite, tasks, jobs).await,
+        EvalCommand::Run(args) => run(global, args).await,
+        EvalCommand::Resume { run, jobs, timeout } => resume(global, &run, jobs, timeout).await,
+        EvalCommand::Report { run, markdown } => report(global, &run, markdown),
+        EvalCommand::Compare { a, b, markdown } => compare(global, &a, &b, markdown),
+        EvalCommand::List { suite, limit } => list(global, suite.as_deref(), limit),
+    }
+}
+
+async fn check(
+    global: &GlobalArgs,
+    path: &Path,
+    tasks: Vec<String>,
+    jobs: Option<usize>,
+) -> Result<ExitCode> {
+    let suite = Suite::load(path)?;
+    let jobs = jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let options = CheckOptions {
+        jobs,
+        tasks,
+        ..CheckOptions::default()
+    };
+    let style = Style::detect();
+    let live = !global.quiet && !global.json;
+    if live {
+        println!(
+            "checking suite {} ({} tasks, {} at a time)",
+            suite.name,
+            if options.tasks.is_empty() {
+                suite.tasks.len()
+            } else {
+                options.tasks.len()
+            },
+            jobs.max(1)
+        );
+    }
+    let verdicts = check_suite(&suite, &options, |t| {
+        if live {
+            println!("{}", check_line(&style, t));
+        }
+    })
+    .await;
+    if global.json {
+        println!("{}", serde_json::to_string_pretty(&verdicts)?);
+    } else {
+        let bad: Vec<&TaskCheck> = verdicts.bad().collect();
+        if !bad.is_empty() {
+            println!("\nbad tasks:");
+            for t in &bad {
+                println!("  {}", style.red(&t.id));
+                for p in &t.problems {
+                    println!("    - {p}");
+                }
+            }
+        }
+        for p in &verdicts.problems {
+            println!("suite problem: {p}");
+        }
+        println!(
+            "{}: {} tasks checked, {} ok, {} bad ({:.1}s)",
+            verdicts.suite,
+            verdicts.tasks.len(),
+            verdicts.tasks.len() - bad.len(),
+            bad.len(),
+            verdicts.duration_ms as f64 / 1000.0
+        );
+    }
+    Ok(if verdicts.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn check_line(style: &Style, t: &TaskCheck) -> String {
+    let mark = if t.ok {
+        style.green("ok ")
+    } else {
+        style.red("BAD")
+    };
+    let mut parts = Vec::new();
+    if let Some(v) = &t.visible_before {
+        parts.push(format!("visible {v}"));
+    }
+    if let Some(h) = &t.hidden_before {
+        parts.push(format!("hidden untouched {h}"));
+    }
+    match (&t.visible_after, &t.hidden_after) {
+        (Some(v), Some(h)) => parts.push(format!("with solution: visible {v}, hidden {h}")),
+        _ if !t.has_solution => parts.push("no reference solution".into()),
+        _ => {}
+    }
+    format!(
+        "{mark} {:<36} {} ({:.1}s)",
+        t.id,
+        style.dim(&parts.join(" · ")),
+        t.duration_ms as f64 / 1000.0
+    )
+}
+
+/// A stop signal wired to Ctrl-C: the first press stops the run cleanly
+/// (resumable); a second one exits at once.
+fn ctrl_c_stop() -> Interrupt {
+    let stop = Interrupt::new();
+    let signal = stop.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!(
+                "\ninterrupting: stopping the running attempts (Ctrl-C again to quit at once)"
+            );
+            signal.trigger();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    stop
+}
+
+/// The agent as a resume will find it again from any directory: its
+/// folder, absolute, or the name for the built-in one.
+fn agent_spec(global: &GlobalArgs, config: &quire_config::AgentConfig) -> String {
+    config
+        .dir
+        .as_ref()
+        .and_then(|dir| dir.canonicalize().ok())
+        .map_or_else(|| global.agent.clone(), |dir| dir.display().to_string())
+}
+
+async fn run(global: &GlobalArgs, args: EvalRunArgs) -> Result<ExitCode> {
+    let suite = Suite::load(&args.suite)?;
+    let selection = suite.select(&args.split, &args.tasks)?;
+    let config = load_agent(global, None)?;
+    let settings = settings(&config, args.jobs, args.timeout);
+    let plan = RunPlan {
+        selection,
+        repeat: args.repeat,
+        jobs: args.jobs,
+        timeout: Duration::from_secs(args.timeout),
+        agent: config.name.clone(),
+        config_hash: config.hash.clone(),
+        model: config.model.model.clone(),
+        args: serde_json::json!({
+            "agent": agent_spec(global, &config),
+            "tasks": args.tasks,
+            "cwd": std::env::current_dir().ok(),
+        }),
+    };
+    let runner = super::run::runner(global, config, &RecordingArgs::default())?;
+    let runner = Arc::new(runner);
+    let store = runner.store();
+    let run = {
+        let store = store.lock().map_err(|_| anyhow!("store lock poisoned"))?;
+        create_run(&store, &suite, &plan)?
+    };
+    execute(global, runner, store, &run, &suite, &settings).await
+}
+
+async fn resume(
+    global: &GlobalArgs,
+    spec: &str,
+    jobs: Option<u32>,
+    timeout: Option<u64>,
+) -> Result<ExitCode> {
+    let run = {
+        let store = Store::open(&home(global)?.db_path())?;
+        find_run(&store, spec)?
+    };
+    let suite = Suite::load(Path::new(&run.suite_path))
+        .with_context(|| format!("loading the suite of run {} again", run.id))?;
+    let agent = run
+        .args
+        .get("agent")
+        .and_then(|a| a.as_str())
+        .unwrap_or(&run.agent)
+        .to_string();
+    let config = load_agent(global, Some(&agent))?;
+    if config.hash != run.config_hash && !global.quiet {
+        eprintln!(
+            "warning: agent `{agent}` now has config hash {} but run {} started with {}; \
+             attempts run now use the current config",
+            short_hash(&config.hash),
+            run.id,
+            short_hash(&run.config_hash)
+        );
+    }
+    let jobs = jobs.unwrap_or(run.jobs).max(1);
+    let timeout = timeout.unwrap_or(run.timeout_secs).max(1);
+    let settings = settings(&config, jobs, timeout);
+    let runner = Arc::new(super::run::runner(
+        global,
+        config,
+        &RecordingArgs::default(),
+    )?);
+    let store = runner.store();
+    {
+        let store = store.lock().map_err(|_| anyhow!("store lock poisoned"))?;
+        if jobs != run.jobs {
+            store.set_eval_run_jobs(&run.id, jobs)?;
+        }
+    }
+    execute(global, runner, store, &run, &suite, &settings).await
+}
+
+fn settings(config: &quire_config::AgentConfig, jobs: u32, timeout: u64) -> Settings {
+    let mut settings = Settings::new(jobs as usize, Duration::from_secs(timeout));
+    settings.test_timeout = Duration::from_secs(config.tests.timeout_secs.max(1));
+    settings.output_cap_bytes = config.tests.output_cap_bytes as usize;
+    settings
+}
+
+async fn execute(
+    global: &GlobalArgs,
+    runner: Arc<quire_session::Runner>,
+    store: Arc<std::sync::Mutex<Store>>,
+    run: &EvalRunRow,
+    suite: &Suite,
+    settings: &Settings,
+) -> Result<ExitCode> {
+    let home = home(global)?;
+    let progress = Arc::new(Printer {
+        style: Style::detect(),
+        live: !global.quiet && !global.json,
+        done: AtomicUsize::new(0),
+        total: AtomicUsize::new(0),
+        width: suite.tasks.iter().map(|t| t.id.len()).max().unwrap_or(8) + 3,
+    });
+    let evals = EvalRunner::new(runner, store, home.root().join("evals"))
+        .with_progress(progress)
+        .with_stop(ctrl_c_stop());
+    let end = evals.execute(&run.id, suite, settings).await?;
+    let report = RunReport::new(end.run.clone(), end.results.clone());
+    if global.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if end.interrupted {
+        let t = &report.totals;
+        println!(
+            "interrupted: {}/{} attempts done; continue with `quire eval resume {}`",
+            t.done, t.attempts, end.run.id
+        );
+    } else {
+        if !global.quiet {
+            println!();
+        }
+        println!("{} · run {}", report.headline(), end.run.id);
+        if !global.quiet {
+            println!("details: quire eval report {}", end.run.id);
+        }
+    }
+    Ok(if end.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Live progress lines.
+struct Printer {
+    style: Style,
+    live: bool,
+    done: AtomicUsize,
+    total: AtomicUsize,
+    width: usize,
+}
+
+impl Progress for Printer {
+    fn run_started(&self, run: &EvalRunRow, todo: usize, total: usize) {
+        self.total.store(total, Ordering::SeqCst);
+        self.done.store(total - todo, Ordering::SeqCst);
+        if !self.live {
+            return;
+        }
+        let resumed = if todo < total {
+            format!(" · resuming: {todo} of {total} attempts to do")
+        } else {
+            String::new()
+        };
+        println!(
+            "eval run {} · suite {} ({}) · {} attempts · agent {} ({}) · model {} · jobs {} · timeout {}s{resumed}",
+            self.style.bold(&run.id),
+            run.suite,
+            run.split,
+            total,
+            run.agent,
+            short_hash(&run.config_hash),
+            run.model,
+            run.jobs,
+            run.timeout_secs
+        );
+    }
+
+    fn attempt_started(&self, task: &str, attempt: u32) {
+        if self.live {
+            let label = format!("{task}#{attempt}");
+            println!(
+                "{}",
+                self.style
+                    .dim(&format!("  start  {label:<width$}", width = self.width))
+            );
+        }
+    }
+
+    fn attempt_finished(&self, r: &EvalResultRow) {
+        let done = self.done.fetch_add(1, Ordering::SeqCst) + 1;
+        if !self.live {
+            return;
+        }
+        let o = &r.outcome;
+        let category = if o.resolved {
+            self.style.green(&format!("{:<13}", o.category))
+        } else {
+            self.style.yellow(&format!("{:<13}", o.category))
+        };
+        let counts = |p: Option<u32>, f: Option<u32>| match (p, f) {
+            (None, None) => "-".to_string(),
+            (p, f) => format!("{}/{}", p.unwrap_or(0), p.unwrap_or(0) + f.unwrap_or(0)),
+        };
+        let error = o
+            .error
+            .as_deref()
+            .filter(|_| !o.resolved)
+            .map(|e| format!(" · {}", e.chars().take(120).collect::<String>()))
+            .unwrap_or_default();
+        println!(
+            "  [{done}/{}] {:<width$} {category} visible {:<7} hidden {:<7} · {} tokens · {} turns · {:.1}s{error}",
+            self.total.load(Ordering::SeqCst),
+            format!("{}#{}", r.task_id, r.attempt),
+            counts(o.visible_passed, o.visible_failed),
+            counts(o.hidden_passed, o.hidden_failed),
+            tokens_text(o.usage.prompt_tokens + o.usage.completion_tokens),
+            o.turns,
+            o.wall_ms as f64 / 1000.0,
+            width = self.width
+        );
+    }
+
+    fn attempt_interrupted(&self, task: &str, attempt: u32) {
+        if self.live {
+            println!("  stopped {task}#{attempt} (left to do)");
+        }
+    }
+}
+
+/// A run by id, unique prefix, or `last`.
+fn find_run(store: &Store, spec: &str) -> Result<EvalRunRow> {
+    if spec == "last" || spec == "latest" {
+        return store
+            .list_eval_runs(None, Some(1))?
+            .into_iter()
+            .next()
+            .map(|s| s.run)
+            .ok_or_else(|| anyhow!("no eval runs yet"));
+    }
+    store
+        .find_eval_run(spec)?
+        .ok_or_else(|| anyhow!("no eval run matches `{spec}` (see `quire eval list`)"))
+}
+
+fn report(global: &GlobalArgs, spec: &str, markdown: bool) -> Result<ExitCode> {
+    let store = Store::open(&home(global)?.db_path())?;
+    let run = find_run(&store, spec)?;
+    let results = store.eval_results(&run.id)?;
+    let report = RunReport::new(run, results);
+    if global.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if markdown {
+        print!("{}", report.render_markdown());
+    } else {
+        print!("{}", report.render_text());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compare(global: &GlobalArgs, a: &str, b: &str, markdown: bool) -> Result<ExitCode> {
+    let store = Store::open(&home(global)?.db_path())?;
+    let run_a = find_run(&store, a)?;
+    let run_b = find_run(&store, b)?;
+    if run_a.id == run_b.id {
+        bail!("both arguments name run {}", run_a.id);
+    }
+    let results_a = store.eval_results(&run_a.id)?;
+    let results_b = store.eval_results(&run_b.id)?;
+    let cmp = Comparison::new(run_a, &results_a, run_b, &results_b);
+    if global.json {
+        println!("{}", serde_json::to_string_pretty(&cmp)?);
+    } else if markdown {
+        print!("{}", cmp.render_markdown());
+    } else {
+        print!("{}", cmp.render_text());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(global: &GlobalArgs, suite: Option<&str>, limit: usize) -> Result<ExitCode> {
+    let store = Store::open(&home(global)?.db_path())?;
+    let runs = store.list_eval_runs(suite, Some(limit))?;
+    if global.json {
+        println!("{}", serde_json::to_string_pretty(&runs)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if runs.is_empty() {
+        println!("no eval runs yet (start one with `quire eval run <suite>`)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<26}  {:<16}  {:<11}  {:<18}  {:<14}  {:<12}  {:<16}  {:>9}  {:>7}  {:>8}",
+        "id",
+        "started",
+        "status",
+        "suite/split",
+        "agent",
+        "config",
+        "model",
+        "resolved",
+        "rate",
+        "tokens"
+    );
+    for s in runs {
+        let r = &s.run;
+        let rate = if s.done == 0 {
+            "-".to_string()
+        } else {
+            quire_evals::pct(f64::from(s.resolved) / f64::from(s.done))
+        };
+        let done = if s.done < s.attempts {
+            format!("{}/{}*", s.resolved, s.done)
+        } else {
+            format!("{}/{}", s.resolved, s.done)
+        };
+        println!(
+            "{:<26}  {:<16}  {:<11}  {:<18}  {:<14}  {:<12}  {:<16}  {:>9}  {:>7}  {:>8}",
+            r.id,
+            r.started_at.format("%Y-%m-%d %H:%M"),
+            r.status.as_str(),
+            clip(&format!("{}/{}", r.suite, r.split), 18),
+            clip(&r.agent, 14),
+            short_hash(&r.config_hash),
+            clip(&r.model, 16),
+            done,
+            rate,
+            tokens_text(s.prompt_tokens + s.completion_tokens),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn clip(text: &str, n: usize) -> String {
+    text.chars().take(n).collect()
+}

@@ -1,0 +1,811 @@
+//! `quire eval run`: each attempt of each task in a fresh copy, the agent
+//! non-interactive, then the visible tests and the hidden evaluation in the
+//! resulting tree. Attempts run in parallel up to `jobs`; a crash, hang or
+//! model failure in one is recorded as its result and never stops the run.
+//! Every result row is committed as it finishes, so a killed run resumes
+//! where it was.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chrono::Utc;
+use quire_core::Interrupt;
+use quire_session::{
+    AutoApprove, EndReason, RunOptions, SessionError, SessionReport, WorkspaceChoices,
+    WorkspaceInfo,
+};
+use quire_store::{
+    EvalOutcome, EvalResultRow, EvalResultStatus, EvalRunRow, EvalRunStatus, NewEvalRun,
+    SessionStatus, Store, StoreError,
+};
+use quire_types::SessionId;
+use serde::{Deserialize, Serialize};
+
+use crate::error::EvalError;
+use crate::suite::{Selection, Suite, Task};
+use crate::tree::{TestRun, agent_view, install_evaluation, run_tests};
+
+/// How an attempt ended. `Resolved` when the hidden evaluation and the
+/// visible tests pass in the resulting tree; otherwise why not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Resolved,
+    /// The agent finished without changing anything.
+    NoChange,
+    /// The change could not be applied to the attempt's tree.
+    PatchFailed,
+    /// The visible tests failed (after apply, or in the resulting tree).
+    TestsFailed,
+    /// Applied with the visible tests green, but the hidden evaluation failed.
+    HiddenFailed,
+    /// The attempt ran past `--timeout`.
+    Timeout,
+    /// The model failed (HTTP errors past retries) or kept breaking the protocol.
+    ModelError,
+    IterationCap,
+    /// An extension stopped the session (loop detection, …).
+    Stopped,
+    /// The harness failed: a panic, or the session could not run at all.
+    Crash,
+}
+
+impl Category {
+    pub const ALL: &'static [Category] = &[
+        Category::Resolved,
+        Category::NoChange,
+        Category::PatchFailed,
+        Category::TestsFailed,
+        Category::HiddenFailed,
+        Category::Timeout,
+        Category::ModelError,
+        Category::IterationCap,
+        Category::Stopped,
+        Category::Crash,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Resolved => "resolved",
+            Category::NoChange => "no_change",
+            Category::PatchFailed => "patch_failed",
+            Category::TestsFailed => "tests_failed",
+            Category::HiddenFailed => "hidden_failed",
+            Category::Timeout => "timeout",
+            Category::ModelError => "model_error",
+            Category::IterationCap => "iteration_cap",
+            Category::Stopped => "stopped",
+            Category::Crash => "crash",
+        }
+    }
+
+    /// The category a session's end reason implies when the result is not
+    /// resolved. `Applied` splits on whether the visible tests pass.
+    pub fn from_end(reason: EndReason, visible_passed: bool) -> Category {
+        match reason {
+            EndReason::Applied if !visible_passed => Category::TestsFailed,
+            EndReason::Applied => Category::HiddenFailed,
+            EndReason::NoChange => Category::NoChange,
+            EndReason::ApplyConflict => Category::PatchFailed,
+            EndReason::PostApplyTestsFailed => Category::TestsFailed,
+            EndReason::IterationCap => Category::IterationCap,
+            EndReason::ModelError | EndReason::ProtocolFailure => Category::ModelError,
+            EndReason::Stopped | EndReason::Rejected | EndReason::Saved => Category::Stopped,
+            EndReason::Interrupted => Category::Crash,
+        }
+    }
+}
+
+impl std::fmt::Display for Category {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What runs one session. `quire_session::Runner` in real runs; tests can
+/// put anything here (one that panics, one that hangs).
+#[async_trait]
+pub trait SessionDriver: Send + Sync + 'static {
+    async fn run_session(
+        &self,
+        info: WorkspaceInfo,
+        options: RunOptions,
+    ) -> Result<SessionReport, SessionError>;
+}
+
+#[async_trait]
+impl SessionDriver for quire_session::Runner {
+    async fn run_session(
+        &self,
+        info: WorkspaceInfo,
+        options: RunOptions,
+    ) -> Result<SessionReport, SessionError> {
+        self.run(info, options).await
+    }
+}
+
+/// Watches a run as it goes (the CLI prints progress lines from it).
+pub trait Progress: Send + Sync {
+    fn run_started(&self, _run: &EvalRunRow, _todo: usize, _total: usize) {}
+    fn attempt_started(&self, _task: &str, _attempt: u32) {}
+    fn attempt_finished(&self, _result: &EvalResultRow) {}
+    /// The user stopped it; it stays to do.
+    fn attempt_interrupted(&self, _task: &str, _attempt: u32) {}
+}
+
+/// Watches nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {}
+
+/// A run to create.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub selection: Selection,
+    pub repeat: u32,
+    pub jobs: u32,
+    pub timeout: Duration,
+    /// The agent's name, its config hash and the model, for comparisons.
+    pub agent: String,
+    pub config_hash: String,
+    pub model: String,
+    /// How the run was asked for (kept for `resume`).
+    pub args: serde_json::Value,
+}
+
+/// Creates a run with one pending result per (task, attempt), attempt-major
+/// (every task once, then every task again, …) so a cut-short run still has
+/// a whole first pass. Tasks with unusable metadata are refused up front.
+pub fn create_run(store: &Store, suite: &Suite, plan: &RunPlan) -> Result<EvalRunRow, EvalError> {
+    for id in &plan.selection.tasks {
+        let task = suite.task(id).ok_or_else(|| EvalError::Task {
+            task: id.clone(),
+            message: "not in the suite".into(),
+        })?;
+        if let Err(problem) = &task.metadata {
+            return Err(EvalError::Task {
+                task: id.clone(),
+                message: format!("{problem} (see `quire eval check`)"),
+            });
+        }
+    }
+    let id = quire_types::new_id();
+    let repeat = plan.repeat.max(1);
+    let attempts: Vec<(String, u32)> = (1..=repeat)
+        .flat_map(|attempt| {
+            plan.selection
+                .tasks
+                .iter()
+                .map(move |task| (task.clone(), attempt))
+        })
+        .collect();
+    store.create_eval_run(
+        &NewEvalRun {
+            id: id.clone(),
+            suite: suite.name.clone(),
+            suite_path: suite.root.display().to_string(),
+            split: plan.selection.split.clone(),
+            agent: plan.agent.clone(),
+            config_hash: plan.config_hash.clone(),
+            model: plan.model.clone(),
+            repeat,
+            jobs: plan.jobs.max(1),
+            timeout_secs: plan.timeout.as_secs(),
+            args: plan.args.clone(),
+        },
+        &attempts,
+    )?;
+    store
+        .get_eval_run(&id)?
+        .ok_or_else(|| EvalError::RunNotFound(id.clone()))
+}
+
+/// Settings for executing a run's attempts.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub jobs: usize,
+    /// Per attempt: the agent's session is interrupted after it.
+    pub timeout: Duration,
+    /// Per test command (visible tests, hidden evaluation).
+    pub test_timeout: Duration,
+    pub output_cap_bytes: usize,
+    /// After an interrupt, how long a session may take to wind down before
+    /// it is abandoned (a tool call that does not notice the interrupt).
+    pub grace: Duration,
+}
+
+impl Settings {
+    pub fn new(jobs: usize, timeout: Duration) -> Settings {
+        Settings {
+            jobs: jobs.max(1),
+            timeout,
+            test_timeout: Duration::from_secs(300),
+            output_cap_bytes: 200_000,
+            grace: Duration::from_secs(20),
+        }
+    }
+}
+
+/// How an execution ended.
+#[derive(Debug, Clone)]
+pub struct RunEnd {
+    pub run: EvalRunRow,
+    pub results: Vec<EvalResultRow>,
+    /// Stopped by the user before everything was done.
+    pub interrupted: bool,
+}
+
+/// Executes runs: owns the session driver, the store, and where trees go.
+pub struct EvalRunner {
+    driver: Arc<dyn SessionDriver>,
+    store: Arc<Mutex<Store>>,
+    /// `<data home>/evals`.
+    evals_dir: PathBuf,
+    progress: Arc<dyn Progress>,
+    stop: Interrupt,
+}
+
+/// What the attempts of one execution share.
+struct Shared {
+    driver: Arc<dyn SessionDriver>,
+    store: Arc<Mutex<Store>>,
+    run_id: String,
+    run_dir: PathBuf,
+    project: String,
+    evaluation_command: String,
+    settings: Settings,
+    stop: Interrupt,
+}
+
+impl Shared {
+    fn with_store<T>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, EvalError> {
+        with_store(&self.store, f)
+    }
+}
+
+fn with_store<T>(
+    store: &Mutex<Store>,
+    f: impl FnOnce(&Store) -> Result<T, StoreError>,
+) -> Result<T, EvalError> {
+    let store = store.lock().map_err(|_| EvalError::StorePoisoned)?;
+    Ok(f(&store)?)
+}
+
+/// An attempt either has a result or was stopped by the user (and stays to do).
+enum AttemptEnd {
+    Done(EvalOutcome),
+    Interrupted,
+}
+
+/// How the session part of an attempt went.
+enum SessionEnd {
+    Report(SessionReport),
+    /// The session could not run (`SessionError`).
+    Failed(String),
+    Panicked(String),
+    /// It did not wind down within the grace period and was dropped.
+    Abandoned,
+}
+
+impl EvalRunner {
+    /// `evals_dir` is `<data home>/evals`; the store should be the one the
+    /// driver's sessions are written to, so results link to them.
+    pub fn new(
+        driver: Arc<dyn SessionDriver>,
+        store: Arc<Mutex<Store>>,
+        evals_dir: PathBuf,
+    ) -> EvalRunner {
+        EvalRunner {
+            driver,
+            store,
+            evals_dir,
+            progress: Arc::new(NoProgress),
+            stop: Interrupt::new(),
+        }
+    }
+
+    pub fn with_progress(mut self, progress: Arc<dyn Progress>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// The user's stop (Ctrl-C): running attempts are interrupted and go
+    /// back to pending, no new ones start, the run ends `interrupted`.
+    pub fn with_stop(mut self, stop: Interrupt) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    pub fn store(&self) -> Arc<Mutex<Store>> {
+        self.store.clone()
+    }
+
+    /// Where a run's trees and logs go.
+    pub fn run_dir(&self, run_id: &str) -> PathBuf {
+        self.evals_dir.join(run_id)
+    }
+
+    /// Runs every attempt of `run_id` that is not done yet (all of a new
+    /// run; what is left of an interrupted or killed one).
+    pub async fn execute(
+        &self,
+        run_id: &str,
+        suite: &Suite,
+        settings: &Settings,
+    ) -> Result<RunEnd, EvalError> {
+        let run_dir = self.run_dir(run_id);
+        std::fs::create_dir_all(&run_dir).map_err(|e| EvalError::io(&run_dir, e))?;
+        let _lock = RunLock::acquire(&run_dir, run_id)?;
+        let run = with_store(&self.store, |s| s.get_eval_run(run_id))?
+            .ok_or_else(|| EvalError::RunNotFound(run_id.to_string()))?;
+        let results = with_store(&self.store, |s| s.eval_results(run_id))?;
+        let todo: Vec<EvalResultRow> = results
+            .iter()
+            .filter(|r| r.status != EvalResultStatus::Done)
+            .cloned()
+            .collect();
+        if todo.is_empty() {
+            // Nothing left (e.g. killed right after its last result).
+            if run.status != EvalRunStatus::Completed {
+                with_store(&self.store, |s| {
+                    s.set_eval_run_status(run_id, EvalRunStatus::Completed)
+                })?;
+            }
+            let run = with_store(&self.store, |s| s.get_eval_run(run_id))?
+                .ok_or_else(|| EvalError::RunNotFound(run_id.to_string()))?;
+            return Ok(RunEnd {
+                run,
+                results,
+                interrupted: false,
+            });
+        }
+        with_store(&self.store, |s| {
+            s.set_eval_run_status(run_id, EvalRunStatus::Running)
+        })?;
+        self.progress.run_started(&run, todo.len(), results.len());
+        let shared = Arc::new(Shared {
+            driver: self.driver.clone(),
+            store: self.store.clone(),
+            run_id: run_id.to_string(),
+            run_dir: run_dir.clone(),
+            project: suite.name.clone(),
+            evaluation_command: suite.evaluation_command.clone(),
+            settings: settings.clone(),
+            stop: self.stop.clone(),
+        });
+        for row in todo
+            .iter()
+            .filter(|r| r.status == EvalResultStatus::Running)
+        {
+            // Left running by a process that died: its session is orphaned.
+            let tree = tree_dir(&run_dir, &row.task_id, row.attempt);
+            close_orphaned_sessions(&shared, &tree);
+        }
+        let permits = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
+        let mut set = tokio::task::JoinSet::new();
+        for row in todo {
+            // Take the permit before spawning, so attempts start in planned order.
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                break;
+            };
+            if self.stop.is_triggered() {
+                break;
+            }
+            let shared = shared.clone();
+            let progress = self.progress.clone();
+            let task = suite.task(&row.task_id).cloned();
+            set.spawn(async move {
+                let _permit = permit;
+                run_one(&shared, progress.as_ref(), &row.task_id, row.attempt, task).await
+            });
+        }
+        let mut first_error = None;
+        while let Some(joined) = set.join_next().await {
+            let failure = match joined {
+                Ok(Ok(())) => continue,
+                Ok(Err(err)) => err,
+                Err(err) => EvalError::Run {
+                    run: run_id.to_string(),
+                    message: format!("an attempt's bookkeeping crashed: {err}"),
+                },
+            };
+            tracing::error!(run = run_id, error = %failure, "eval attempt could not be recorded");
+            first_error.get_or_insert(failure);
+        }
+        let results = with_store(&self.store, |s| s.eval_results(run_id))?;
+        let complete = results.iter().all(|r| r.status == EvalResultStatus::Done);
+        let status = if complete {
+            EvalRunStatus::Completed
+        } else {
+            EvalRunStatus::Interrupted
+        };
+        with_store(&self.store, |s| s.set_eval_run_status(run_id, status))?;
+        if let Some(err) = first_error {
+            return Err(err);
+        }
+        let run = with_store(&self.store, |s| s.get_eval_run(run_id))?
+            .ok_or_else(|| EvalError::RunNotFound(run_id.to_string()))?;
+        Ok(RunEnd {
+            run,
+            results,
+            interrupted: !complete,
+        })
+    }
+}
+
+/// `<run dir>/<task>-<attempt>`: the attempt's tree.
+pub fn tree_dir(run_dir: &Path, task: &str, attempt: u32) -> PathBuf {
+    run_dir.join(format!("{task}-{attempt}"))
+}
+
+/// One attempt, bookkept: marked running, run, then recorded (or put back
+/// to pending if the user stopped it).
+async fn run_one(
+    shared: &Shared,
+    progress: &dyn Progress,
+    task_id: &str,
+    attempt: u32,
+    task: Option<Task>,
+) -> Result<(), EvalError> {
+    let run_id = shared.run_id.as_str();
+    shared.with_store(|s| s.start_eval_result(run_id, task_id, attempt))?;
+    progress.attempt_started(task_id, attempt);
+    let started_at = Utc::now();
+    let end = match task {
+        Some(task) => run_attempt(shared, &task, attempt).await,
+        None => AttemptEnd::Done(EvalOutcome {
+            category: Category::Crash.as_str().into(),
+            error: Some(format!(
+                "task `{task_id}` is no longer in the suite at its recorded path"
+            )),
+            ..EvalOutcome::default()
+        }),
+    };
+    match end {
+        AttemptEnd::Done(outcome) => {
+            shared.with_store(|s| s.finish_eval_result(run_id, task_id, attempt, &outcome))?;
+            progress.attempt_finished(&EvalResultRow {
+                run_id: run_id.to_string(),
+                task_id: task_id.to_string(),
+                attempt,
+                status: EvalResultStatus::Done,
+                started_at: Some(started_at),
+                ended_at: Some(Utc::now()),
+                outcome,
+            });
+        }
+        AttemptEnd::Interrupted => {
+            shared.with_store(|s| s.reset_eval_result(run_id, task_id, attempt))?;
+            progress.attempt_interrupted(task_id, attempt);
+        }
+    }
+    Ok(())
+}
+
+/// A fresh tree, the session, then the tests in whatever the session left.
+async fn run_attempt(shared: &Shared, task: &Task, attempt: u32) -> AttemptEnd {
+    let started = Instant::now();
+    let crash = |message: String| {
+        AttemptEnd::Done(EvalOutcome {
+            category: Category::Crash.as_str().into(),
+            error: Some(message),
+            wall_ms: started.elapsed().as_millis() as u64,
+            ..EvalOutcome::default()
+        })
+    };
+    let metadata = match &task.metadata {
+        Ok(m) => m.clone(),
+        Err(problem) => return crash(format!("unusable metadata: {problem}")),
+    };
+    let dir = tree_dir(&shared.run_dir, &task.id, attempt);
+    if dir.exists()
+        && let Err(err) = std::fs::remove_dir_all(&dir)
+    {
+        return crash(format!("cannot clear {}: {err}", dir.display()));
+    }
+    if let Err(err) = agent_view(&task.dir, &dir) {
+        return crash(err.to_string());
+    }
+    let choices = WorkspaceChoices {
+        task: None,
+        test_command: Some(metadata.test_command.clone()),
+        project: Some(shared.project.clone()),
+    };
+    let info = match WorkspaceInfo::discover(&dir, &choices, "") {
+        Ok(info) => info,
+        Err(err) => return crash(err.to_string()),
+    };
+    let tree = info.root.clone();
+
+    let (end, timed_out) = run_session(shared, info).await;
+    let stopped_by_user = !timed_out && shared.stop.is_triggered();
+    let interrupted = match &end {
+        SessionEnd::Report(r) => r.reason == EndReason::Interrupted,
+        SessionEnd::Abandoned => true,
+        _ => false,
+    };
+    if interrupted && stopped_by_user {
+        close_orphaned_sessions(shared, &tree);
+        return AttemptEnd::Interrupted;
+    }
+
+    let mut outcome = EvalOutcome::default();
+    let mut details = serde_json::Map::new();
+    details.insert("tree".into(), tree.display().to_string().into());
+    match &end {
+        SessionEnd::Report(report) => {
+            outcome.session_id = Some(report.id.clone());
+            outcome.usage = report.totals.usage;
+            outcome.cost_usd = report.totals.cost_usd;
+            outcome.turns = report.totals.iterations;
+            outcome.tool_calls = report.totals.tool_calls;
+            details.insert("end_reason".into(), serde_json::json!(report.reason));
+            details.insert("session_outcome".into(), report.outcome.clone().into());
+        }
+        SessionEnd::Failed(_) | SessionEnd::Panicked(_) | SessionEnd::Abandoned => {
+            // No report came back: take what the store saw of the session.
+            if let Some(row) = close_orphaned_sessions(shared, &tree) {
+                outcome.session_id = Some(row.0);
+                let totals = row.1;
+                outcome.usage = totals.usage;
+                outcome.cost_usd = totals.cost_usd;
+                outcome.turns = totals.iterations;
+                outcome.tool_calls = totals.tool_calls;
+            }
+        }
+    }
+
+    // Visible tests first: the hidden evaluation is not in the tree yet.
+    let settings = &shared.settings;
+    let logs = shared.run_dir.join("logs");
+    let visible = run_tests(
+        &metadata.test_command,
+        &tree,
+        settings.test_timeout,
+        settings.output_cap_bytes,
+    )
+    .await;
+    let hidden = match install_evaluation(&task.evaluation_dir(), &tree) {
+        Ok(()) => {
+            run_tests(
+                &shared.evaluation_command,
+                &tree,
+                settings.test_timeout,
+                settings.output_cap_bytes,
+            )
+            .await
+        }
+        Err(err) => Err(err),
+    };
+    let mut errors = Vec::new();
+    let label = format!("{}-{attempt}", task.id);
+    let visible = record_tests("visible", visible, &logs, &label, &mut details, &mut errors);
+    let hidden = record_tests("hidden", hidden, &logs, &label, &mut details, &mut errors);
+    let visible_ok = visible.as_ref().is_some_and(|t| t.passed);
+    let hidden_ok = hidden.as_ref().is_some_and(|t| t.passed);
+    if let Some(t) = &visible {
+        outcome.visible_passed = t.tests_passed;
+        outcome.visible_failed = t.tests_failed;
+    }
+    if let Some(t) = &hidden {
+        outcome.hidden_passed = t.tests_passed;
+        outcome.hidden_failed = t.tests_failed;
+    }
+    outcome.resolved = visible_ok && hidden_ok;
+    let category = if outcome.resolved {
+        Category::Resolved
+    } else {
+        match &end {
+            SessionEnd::Report(r) if r.reason == EndReason::Interrupted && timed_out => {
+                Category::Timeout
+            }
+            SessionEnd::Abandoned if timed_out => Category::Timeout,
+            SessionEnd::Report(r) => Category::from_end(r.reason, visible_ok),
+            _ => Category::Crash,
+        }
+    };
+    let error = match (&end, category) {
+        (_, Category::Timeout) => Some(format!("timed out after {}s", settings.timeout.as_secs())),
+        (SessionEnd::Failed(e), _) => Some(format!("session failed: {e}")),
+        (SessionEnd::Panicked(e), _) => Some(format!("session panicked: {e}")),
+        (SessionEnd::Abandoned, _) => Some("the session did not stop when interrupted".into()),
+        (SessionEnd::Report(r), Category::ModelError | Category::Crash) => Some(r.outcome.clone()),
+        _ => None,
+    };
+    errors.extend(error);
+    outcome.category = category.as_str().into();
+    outcome.error = (!errors.is_empty()).then(|| errors.join("; "));
+    outcome.wall_ms = started.elapsed().as_millis() as u64;
+    outcome.details = serde_json::Value::Object(details);
+    AttemptEnd::Done(outcome)
+}
+
+/// Runs the session with its own interrupt, fired by the attempt's timer or
+/// the user's stop. A panic inside is caught here; a session that ignores
+/// the interrupt past the grace period is dropped.
+async fn run_session(shared: &Shared, info: WorkspaceInfo) -> (SessionEnd, bool) {
+    let interrupt = Interrupt::new();
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let interrupt = interrupt.clone();
+        let stop = shared.stop.clone();
+        let timed_out = timed_out.clone();
+        let timeout = shared.settings.timeout;
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(timeout) => timed_out.store(true, Ordering::SeqCst),
+                _ = stop.triggered() => {}
+            }
+            interrupt.trigger();
+        })
+    };
+    let options = RunOptions {
+        approver: Arc::new(AutoApprove),
+        apply: true,
+        interrupt: interrupt.clone(),
+        sinks: Vec::new(),
+    };
+    let driver = shared.driver.clone();
+    let mut handle = tokio::spawn(async move { driver.run_session(info, options).await });
+    let grace = shared.settings.grace;
+    let end = tokio::select! {
+        joined = &mut handle => match joined {
+            Ok(Ok(report)) => SessionEnd::Report(report),
+            Ok(Err(err)) => SessionEnd::Failed(err.to_string()),
+            Err(err) if err.is_panic() => SessionEnd::Panicked(panic_text(err.into_panic())),
+            Err(err) => SessionEnd::Failed(err.to_string()),
+        },
+        _ = async {
+            interrupt.triggered().await;
+            tokio::time::sleep(grace).await;
+        } => {
+            handle.abort();
+            SessionEnd::Abandoned
+        }
+    };
+    watcher.abort();
+    (end, timed_out.load(Ordering::SeqCst))
+}
+
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".into()
+    }
+}
+
+/// Marks sessions left `running` in this tree interrupted and returns the
+/// newest one's id and totals (what an attempt without a report has).
+fn close_orphaned_sessions(
+    shared: &Shared,
+    tree: &Path,
+) -> Option<(SessionId, quire_store::Totals)> {
+    let tree = tree.canonicalize().ok()?;
+    let sessions = shared
+        .with_store(|s| {
+            let rows = s.sessions_in_workspace(&tree.display().to_string())?;
+            for row in rows.iter().filter(|r| r.status == SessionStatus::Running) {
+                s.mark_interrupted(&row.id)?;
+            }
+            // Re-read: marking updates the elapsed time.
+            s.sessions_in_workspace(&tree.display().to_string())
+        })
+        .map_err(|err| tracing::warn!(error = %err, tree = %tree.display(), "cannot look up the attempt's session"))
+        .ok()?;
+    sessions.into_iter().next().map(|row| (row.id, row.totals))
+}
+
+/// Saves a test run's full output next to the trees and returns it, or
+/// notes why it could not run.
+fn record_tests(
+    which: &str,
+    run: Result<TestRun, EvalError>,
+    logs: &Path,
+    label: &str,
+    details: &mut serde_json::Map<String, serde_json::Value>,
+    errors: &mut Vec<String>,
+) -> Option<TestRun> {
+    match run {
+        Ok(run) => {
+            let path = logs.join(format!("{label}.{which}.log"));
+            let written =
+                std::fs::create_dir_all(logs).and_then(|()| std::fs::write(&path, &run.output));
+            let mut value = serde_json::to_value(&run).unwrap_or_default();
+            if let (Ok(()), Some(map)) = (written, value.as_object_mut()) {
+                map.insert("log".into(), path.display().to_string().into());
+            }
+            details.insert(which.into(), value);
+            Some(run)
+        }
+        Err(err) => {
+            errors.push(format!("{which} tests could not run: {err}"));
+            None
+        }
+    }
+}
+
+/// One live process per run: a pid file honoured by `resume`.
+struct RunLock {
+    path: PathBuf,
+}
+
+impl RunLock {
+    fn acquire(dir: &Path, run: &str) -> Result<RunLock, EvalError> {
+        let path = dir.join("lock");
+        let holder = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| text.trim().parse::<u32>().ok())
+            .filter(|pid| {
+                *pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()
+            });
+        if let Some(pid) = holder {
+            return Err(EvalError::RunLocked {
+                run: run.to_string(),
+                pid,
+            });
+        }
+        std::fs::write(&path, std::process::id().to_string())
+            .map_err(|e| EvalError::io(&path, e))?;
+        Ok(RunLock { path })
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn end_reasons_map_to_categories() {
+        assert_eq!(
+            Category::from_end(EndReason::NoChange, true),
+            Category::NoChange
+        );
+        assert_eq!(
+            Category::from_end(EndReason::ApplyConflict, true),
+            Category::PatchFailed
+        );
+        assert_eq!(
+            Category::from_end(EndReason::PostApplyTestsFailed, false),
+            Category::TestsFailed
+        );
+        assert_eq!(
+            Category::from_end(EndReason::IterationCap, true),
+            Category::IterationCap
+        );
+        assert_eq!(
+            Category::from_end(EndReason::ModelError, true),
+            Category::ModelError
+        );
+        assert_eq!(
+            Category::from_end(EndReason::ProtocolFailure, true),
+            Category::ModelError
+        );
+        assert_eq!(
+            Category::from_end(EndReason::Applied, true),
+            Category::HiddenFailed
+        );
+        assert_eq!(
+            Category::from_end(EndReason::Applied, false),
+            Category::TestsFailed
+        );
+        for c in Category::ALL {
+            let json = serde_json::to_string(c).unwrap();
+            assert_eq!(json, format!("\"{}\"", c.as_str()));
+        }
+    }
+}
