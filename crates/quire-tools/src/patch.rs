@@ -70,7 +70,9 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         return ToolOutput::error(text(&config, TOOL, "no_change", &[]));
     }
 
-    // Every file the patch changes must have been read, except new ones.
+    // A file the patch changes must have been read, unless it is new or
+    // every hunk matched exactly where the patch said: then its context
+    // lines prove the model knew the current text (e.g. from search hits).
     let mut targets: Vec<(PathBuf, String)> = Vec::with_capacity(outcome.files.len());
     for file in &outcome.files {
         let r = match resolve(copy, &file.path) {
@@ -87,7 +89,11 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
                 ));
             }
         };
-        if file.kind != ChangeKind::Created
+        let exact = file.hunks.iter().all(|h| {
+            h.stated_line != 0 && h.search == SearchKind::AtStatedLine && h.mode == MatchMode::Exact
+        });
+        if file.kind == ChangeKind::Modified
+            && !exact
             && !ctx.state.get_mut::<WorkspaceState>().was_read(&r.rel)
         {
             return ToolOutput::error(text(&config, TOOL, "not_read", &[("path", &r.rel)]));
@@ -148,7 +154,7 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         let placed_loosely = file.hunks.iter().any(|h| {
             h.stated_line == 0 || h.search != SearchKind::AtStatedLine || h.mode != MatchMode::Exact
         });
-        let echo = placed_loosely || !outcome.fixes.is_empty();
+        let echo = placed_loosely;
         if let (true, Some(content)) = (echo, &file.content) {
             for (first, last) in new_side_ranges(&file_diff_text, DIFF_CONTEXT) {
                 if shown_regions >= REGIONS_MAX {
@@ -199,7 +205,12 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         .iter()
         .map(|f| fix_text(&config, f))
         .filter(|t| !t.trim().is_empty())
-        .collect();
+        .fold(Vec::new(), |mut seen, t| {
+            if !seen.contains(&t) {
+                seen.push(t);
+            }
+            seen
+        });
     if !fixes.is_empty() {
         agent.push('\n');
         agent.push_str(&text(

@@ -19,9 +19,12 @@ use crate::walk::{rel_string, walk};
 pub(crate) const TOOL: &str = "search";
 /// Longest hit text shown; longer lines are cut around the match.
 const HIT_CHARS: usize = 200;
-/// The task's own text at the workspace root: the model already has it,
-/// so hits in it are noise.
-const TASK_FILE: &str = "prompt.txt";
+/// The task's own files at the workspace root (Ark layout): `prompt.txt`,
+/// and `metadata.json` beside it. The model already has the task, so hits
+/// in them are noise.
+fn is_task_file(root: &Path, rel: &str) -> bool {
+    rel == "prompt.txt" || (rel == "metadata.json" && root.join("prompt.txt").is_file())
+}
 /// Files above this size (data dumps, bundles) are not searched.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -137,7 +140,7 @@ pub(crate) fn run(config: &AgentConfig, req: &Request) -> ToolOutput {
             continue;
         }
         let rel = rel_string(&req.root, file);
-        if rel == TASK_FILE {
+        if is_task_file(&req.root, &rel) {
             continue;
         }
         let before = total;

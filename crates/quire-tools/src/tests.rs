@@ -336,6 +336,7 @@ async fn agent_view_is_capped_with_head_and_tail() {
 async fn search_keeps_indentation_ignores_case_on_request_and_skips_the_task_file() {
     let ws = workspace(&[
         ("prompt.txt", "Rename Lookup everywhere\n"),
+        ("metadata.json", "{\"title\": \"rename lookup\"}\n"),
         (
             "src/c.py",
             "class C:\n    def lookup(self):\n        return LOOKUP\n",
@@ -735,10 +736,12 @@ async fn patch_with_fences_and_stale_counts_is_repaired() {
         "{}",
         out.agent_view
     );
-    assert!(
+    assert_eq!(
         out.agent_view
-            .contains(&err_text(&ctx, "apply_patch", "fix_counts")),
-        "{}",
+            .matches(&err_text(&ctx, "apply_patch", "fix_fences"))
+            .count(),
+        1,
+        "each repair is named once: {}",
         out.agent_view
     );
     assert!(out.user_view.contains("+TWO"), "{}", out.user_view);
@@ -766,7 +769,7 @@ async fn patch_result_shows_the_changed_lines_as_they_now_read() {
         out.agent_view
     );
     assert!(
-        out.agent_view.contains("`big.py` lines 17-17"),
+        out.agent_view.contains("`big.py` changed lines 17-17"),
         "{}",
         out.agent_view
     );
@@ -871,14 +874,16 @@ async fn patch_failing_hunk_changes_nothing() {
 
 #[tokio::test]
 async fn patch_needs_read_files_but_not_for_new_ones() {
-    let ws = workspace(&[("a.py", "a1\n")]);
+    let ws = workspace(&[("a.py", "a1\na2\na3\na4\n")]);
     let mut ctx = ctx();
-    let patch = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-a1\n+A1\n";
+    // Stated at line 1 but the context is at line 3: an unread file may only
+    // be patched where the hunks match exactly.
+    let drifting = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n a3\n-a4\n+A4\n";
     let out = call(
         &tools(&ws),
         &mut ctx,
         "apply_patch",
-        json!({"patch": patch}),
+        json!({"patch": drifting}),
     )
     .await;
     assert!(out.is_error);
@@ -891,7 +896,21 @@ async fn patch_needs_read_files_but_not_for_new_ones() {
     );
     assert_eq!(
         std::fs::read_to_string(ws.root.join("a.py")).unwrap(),
-        "a1\n"
+        "a1\na2\na3\na4\n"
+    );
+    // The same change stated at its true place proves the model knew the text.
+    let exact = "--- a/a.py\n+++ b/a.py\n@@ -3,2 +3,2 @@\n a3\n-a4\n+A4\n";
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "apply_patch",
+        json!({"patch": exact}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.py")).unwrap(),
+        "a1\na2\na3\nA4\n"
     );
     let create = "--- /dev/null\n+++ b/pkg/n.py\n@@ -0,0 +1,2 @@\n+x\n+y\n";
     let out = call(
