@@ -71,6 +71,10 @@ impl Env {
                 "model.retry_base_delay_ms=10",
                 "-c",
                 "model.request_timeout_secs=10",
+                // No background note-taker racing the test for the scripted
+                // server; the notes tests turn it on or distill explicitly.
+                "-c",
+                "notes.auto_distill=false",
             ])
             .current_dir(self.home.path());
         cmd

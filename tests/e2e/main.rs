@@ -6,5 +6,6 @@ mod harness;
 
 mod cli_basics;
 mod eval;
+mod notes;
 mod resume;
 mod run;

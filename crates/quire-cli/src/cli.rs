@@ -62,6 +62,9 @@ pub enum Command {
     /// Measure an agent: run it over a suite of tasks, judge with hidden tests, report, compare.
     #[command(subcommand)]
     Eval(EvalCommand),
+    /// Browse and maintain the notes sessions leave for later sessions; distill sessions into notes.
+    #[command(subcommand)]
+    Notes(NotesCommand),
 }
 
 #[derive(Debug, Args)]
@@ -77,6 +80,9 @@ pub struct RunArgs {
     /// Project name for notes and reports; default: git remote or folder name.
     #[arg(long)]
     pub project: Option<String>,
+    /// No notes for this session: none shown, none distilled from it.
+    #[arg(long)]
+    pub no_notes: bool,
     #[command(flatten)]
     pub review: ReviewArgs,
     #[command(flatten)]
@@ -235,4 +241,74 @@ pub struct EvalRunArgs {
     /// Seconds per attempt; past it the session is interrupted and the attempt is a timeout.
     #[arg(long, default_value_t = 900, value_name = "SECS")]
     pub timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotesCommand {
+    /// The notes folder as a tree: folders, then each note's id, kind and title.
+    Tree,
+    /// Notes as a table (active ones; --all adds superseded notes).
+    List {
+        /// Only this project's notes.
+        #[arg(long)]
+        project: Option<String>,
+        /// insight, hindsight, how-to or architecture.
+        #[arg(long)]
+        kind: Option<String>,
+        /// project or shared.
+        #[arg(long)]
+        scope: Option<String>,
+        /// Include superseded notes.
+        #[arg(long)]
+        all: bool,
+    },
+    /// One note, rendered for the terminal (--raw: the file as it is).
+    Show {
+        /// Note id (or a unique prefix), or its path.
+        note: String,
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Ranked search with the matching passage of each note.
+    Search {
+        query: String,
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long)]
+        kind: Option<String>,
+        /// Include superseded notes.
+        #[arg(long)]
+        all: bool,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Open a note in $VISUAL or $EDITOR, then check and re-index it.
+    Edit {
+        /// Note id (or a unique prefix), or its path.
+        note: String,
+    },
+    /// Delete a note (its file and its index entry).
+    Rm {
+        /// Note id (or a unique prefix), or its path.
+        note: String,
+    },
+    /// Counts by kind, scope, project and status; broken notes; the index; the job queue.
+    Stats,
+    /// Rebuild the index from the Markdown files.
+    Reindex,
+    /// Distill finished sessions into notes (default: every pending job).
+    Distill {
+        /// Only this session (id or unique prefix).
+        #[arg(long, conflicts_with = "pending")]
+        session: Option<String>,
+        /// Every pending job (and jobs of workers that died).
+        #[arg(long)]
+        pending: bool,
+    },
+    /// Keep distilling sessions as they end, until Ctrl-C.
+    Watch {
+        /// Seconds between looks at the queue.
+        #[arg(long, default_value_t = 5)]
+        poll: u64,
+    },
 }

@@ -141,10 +141,9 @@ fn needs_key(base_url: &str) -> bool {
         || host.starts_with("0.0.0.0"))
 }
 
+/// Masks the model key and the values of `notes.secret_env`.
 pub fn redactor(config: &AgentConfig) -> Redactor {
     let mut redactor = Redactor::new();
-    if !config.model.api_key_env.is_empty() {
-        redactor.add_env_secrets([config.model.api_key_env.as_str()]);
-    }
+    redactor.add_env_secrets(config.secret_env_names());
     redactor
 }

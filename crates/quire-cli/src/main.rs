@@ -4,6 +4,7 @@ mod approve;
 mod cli;
 mod client;
 mod commands;
+mod markdown;
 mod render;
 
 use std::process::ExitCode;

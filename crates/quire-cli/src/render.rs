@@ -216,6 +216,11 @@ impl Renderer {
                 "context {stage}: ~{tokens_before} → ~{tokens_after} tokens"
             )),
             EventKind::Error { message } => s.red(&format!("error: {message}")),
+            // Reads show as the read_note call; the rest as one dim line.
+            EventKind::NotesRetrieved { via, ids } => match via.as_str() {
+                "read" => return None,
+                _ => s.dim(&format!("notes ({via}): {}", ids.join(", "))),
+            },
             EventKind::SessionEnded {
                 status,
                 outcome,

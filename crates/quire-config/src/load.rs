@@ -6,8 +6,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ConfigError;
 use crate::schema::{
-    AgentConfig, ContextConfig, FinishConfig, GuidanceConfig, Limits, ModelConfig, Pricing,
-    PromptSection, Prompts, Reminder, TestsConfig, ToolRoles, ToolText,
+    AgentConfig, ContextConfig, FinishConfig, GuidanceConfig, Limits, ModelConfig, NotesConfig,
+    Pricing, PromptSection, Prompts, Reminder, TestsConfig, ToolRoles, ToolText,
 };
 
 mod builtin {
@@ -153,6 +153,8 @@ struct AgentFile {
     tests: TestsConfig,
     #[serde(default)]
     finish: FinishConfig,
+    #[serde(default)]
+    notes: NotesConfig,
     #[serde(default)]
     pricing: Pricing,
     prompts: PromptFiles,
@@ -454,6 +456,7 @@ fn resolve(
         tool_roles: file.tool_roles,
         tests: file.tests,
         finish: file.finish,
+        notes: file.notes,
         extensions: file.extensions,
         prompts,
         tools,
@@ -532,5 +535,6 @@ default_from_serde!(
     GuidanceConfig,
     ToolRoles,
     TestsConfig,
-    FinishConfig
+    FinishConfig,
+    NotesConfig
 );

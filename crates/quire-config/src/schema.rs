@@ -176,6 +176,46 @@ pub struct FinishConfig {
     pub require_tests_after_edit: bool,
 }
 
+/// Cross-session notes (the `notes` extension and the note-taker).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotesConfig {
+    /// Off: no notes are shown to sessions and no distillation is queued.
+    #[serde(default = "defaults::yes")]
+    pub enabled: bool,
+    /// The notes folder; empty: `<data home>/notes`. A team may point it at
+    /// a git repository of notes. Relative paths are from the current folder.
+    #[serde(default)]
+    pub root: String,
+    /// Characters the notes listed at session start may take.
+    #[serde(default = "defaults::retrieval_budget_chars")]
+    pub retrieval_budget_chars: u32,
+    /// Notes listed at session start at most.
+    #[serde(default = "defaults::max_notes_shown")]
+    pub max_notes_shown: u32,
+    /// Model calls the note-taker may make per session it distills.
+    #[serde(default = "defaults::distill_max_iterations")]
+    pub distill_max_iterations: u32,
+    /// `quire run` starts the note-taker in the background when a session ends.
+    #[serde(default = "defaults::yes")]
+    pub auto_distill: bool,
+    /// The note-taker's model; empty: the session's model (same provider,
+    /// endpoint and key).
+    #[serde(default)]
+    pub model: String,
+    /// A distillation job whose worker sent no heartbeat for this long (a
+    /// dead process) may be claimed by another worker.
+    #[serde(default = "defaults::job_lease_secs")]
+    pub job_lease_secs: u64,
+    /// Attempts at one job before it is marked failed.
+    #[serde(default = "defaults::job_max_attempts")]
+    pub job_max_attempts: u32,
+    /// Environment variables whose values never reach a note (besides
+    /// `model.api_key_env`), e.g. ["GITHUB_TOKEN", "DATABASE_URL"].
+    #[serde(default)]
+    pub secret_env: Vec<String>,
+}
+
 /// Prices per million tokens, for cost estimates.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -254,6 +294,7 @@ pub struct AgentConfig {
     pub tool_roles: ToolRoles,
     pub tests: TestsConfig,
     pub finish: FinishConfig,
+    pub notes: NotesConfig,
     /// Extension names in the order their callbacks run.
     pub extensions: Vec<String>,
     pub prompts: Prompts,
@@ -282,6 +323,23 @@ impl AgentConfig {
             .get(key)
             .map(String::as_str)
             .unwrap_or("[missing message text]")
+    }
+
+    /// Names of the environment variables whose values are secrets: the
+    /// model's key variable and `notes.secret_env`.
+    pub fn secret_env_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        if !self.model.api_key_env.is_empty() {
+            names.push(&self.model.api_key_env);
+        }
+        names.extend(
+            self.notes
+                .secret_env
+                .iter()
+                .map(String::as_str)
+                .filter(|n| !n.is_empty()),
+        );
+        names
     }
 
     /// A tool's error template.
@@ -394,5 +452,20 @@ pub(crate) mod defaults {
     }
     pub fn max_fires() -> u32 {
         2
+    }
+    pub fn retrieval_budget_chars() -> u32 {
+        2_000
+    }
+    pub fn max_notes_shown() -> u32 {
+        5
+    }
+    pub fn distill_max_iterations() -> u32 {
+        12
+    }
+    pub fn job_lease_secs() -> u64 {
+        120
+    }
+    pub fn job_max_attempts() -> u32 {
+        3
     }
 }

@@ -124,6 +124,12 @@ pub trait Extension: Send + Sync {
         ToolOutput::error(format!("tool `{}` is not implemented", action.call.name))
     }
 
+    /// Sees each executed tool call's result before it is recorded and sent,
+    /// and may add to it (e.g. the `notes` extension appends a matching
+    /// hindsight note under a failure). Runs for every extension, in config
+    /// order; not for calls that failed validation or were interrupted.
+    async fn on_tool_result(&self, _ctx: &mut Ctx, _action: &Action, _output: &mut ToolOutput) {}
+
     /// Reacts after the step's actions ran: inject reminders, stop the run.
     async fn after_step(&self, _ctx: &mut Ctx, _step: &StepSummary) -> Result<Control, CoreError> {
         Ok(Control::Continue)
@@ -338,9 +344,20 @@ impl Agent {
                             arguments: call.arguments.clone(),
                         })?;
                         started = Instant::now();
-                        tokio::select! {
-                            out = self.extensions[index].execute(ctx, &action) => out,
-                            _ = interrupt.triggered() => ToolOutput::error(ctx.config.message("call_interrupted").to_string()),
+                        let executed = tokio::select! {
+                            out = self.extensions[index].execute(ctx, &action) => Some(out),
+                            _ = interrupt.triggered() => None,
+                        };
+                        match executed {
+                            Some(mut out) => {
+                                for ext in &self.extensions {
+                                    ext.on_tool_result(ctx, &action, &mut out).await;
+                                }
+                                out
+                            }
+                            None => ToolOutput::error(
+                                ctx.config.message("call_interrupted").to_string(),
+                            ),
                         }
                     }
                 }

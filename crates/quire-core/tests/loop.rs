@@ -416,3 +416,51 @@ async fn check_finish_turns_finish_into_a_reminder_result_and_the_loop_goes_on()
     assert_eq!(observed.len(), 2);
     assert!(observed.iter().all(|(e, r)| *e == 7 && *r > 0));
 }
+
+/// Appends a line under every `read_file` result.
+struct Annotate;
+
+#[async_trait]
+impl Extension for Annotate {
+    fn name(&self) -> &str {
+        "annotate"
+    }
+    async fn on_tool_result(&self, _ctx: &mut Ctx, action: &Action, output: &mut ToolOutput) {
+        if action.call.name == "read_file" {
+            output.agent_view.push_str("\n(annotated)");
+        }
+    }
+}
+
+#[tokio::test]
+async fn on_tool_result_can_add_to_a_result_before_it_is_recorded_and_sent() {
+    let server = ScriptedServer::start(Script::sequence(vec![
+        Reply::ToolCalls(vec![call("read_file", json!({"path": "a.py"}))]),
+        Reply::ToolCalls(vec![call("finish", json!({"summary": "done"}))]),
+    ]))
+    .await;
+    let config = config(&[]);
+    let sink = Arc::new(MemorySink::default());
+    let mut ctx = ctx(config.clone(), sink.clone());
+    let client = {
+        let mut settings =
+            ClientSettings::new(Provider::OpenAi, "scripted-model", server.openai_base_url());
+        settings.stream = false;
+        build_client(settings).unwrap()
+    };
+    let exts: Vec<Arc<dyn Extension>> = vec![Arc::new(FakeTools), Arc::new(Annotate)];
+    Agent::new(client, exts, &config)
+        .unwrap()
+        .run(&mut ctx, &Interrupt::new())
+        .await
+        .unwrap();
+    server.assert_clean();
+    assert_eq!(
+        server.requests()[1].last_tool_result().as_deref(),
+        Some("1| contents of a.py\n(annotated)")
+    );
+    assert!(sink.events().iter().any(|e| matches!(
+        &e.kind,
+        EventKind::ToolResult { views, .. } if views.agent_view.ends_with("(annotated)")
+    )));
+}

@@ -51,6 +51,8 @@ pub struct Runner {
     /// Answers compaction's summary call; see [`Runner::with_summary_client`].
     summary_client: Option<Arc<dyn ModelClient>>,
     store: Arc<Mutex<Store>>,
+    /// Secrets (the model key, `notes.secret_env`) kept out of the store and notes.
+    redactor: Redactor,
 }
 
 /// A session in progress: everything the drive loop needs.
@@ -71,16 +73,15 @@ impl Runner {
         client: Arc<dyn ModelClient>,
     ) -> Result<Runner, SessionError> {
         let mut redactor = Redactor::new();
-        if !config.model.api_key_env.is_empty() {
-            redactor.add_env_secrets([config.model.api_key_env.as_str()]);
-        }
-        let store = Store::open(&home.db_path())?.with_redactor(redactor);
+        redactor.add_env_secrets(config.secret_env_names());
+        let store = Store::open(&home.db_path())?.with_redactor(redactor.clone());
         Ok(Runner {
             home,
             config,
             client,
             summary_client: None,
             store: Arc::new(Mutex::new(store)),
+            redactor,
         })
     }
 
@@ -279,6 +280,10 @@ impl Runner {
             test_command: info.test_command.clone(),
             session_dir: self.home.session_dir(id.as_str()),
             summary_client: self.summary_client(),
+            task: info.task.clone(),
+            project: info.project.clone(),
+            notes: self.home.notes_paths(&self.config),
+            redactor: self.redactor.clone(),
         };
         let extensions = build_extensions(&self.config, &parts)?;
         Ok(Agent::new(self.client.clone(), extensions, &self.config)?)
@@ -538,6 +543,14 @@ impl Runner {
             cost_usd: totals.cost_usd,
         })?;
         self.with_store(|s| s.finish_session(&live.id, status.clone(), Some(&outcome), &totals))?;
+        // What the session learnt is distilled into notes later, by a worker
+        // (`quire notes distill`); an interrupted session has not ended yet.
+        if live.ctx.config.notes.enabled
+            && reason != EndReason::Interrupted
+            && let Err(err) = self.with_store(|s| s.queue_distill_job(&live.id))
+        {
+            tracing::warn!(%err, "could not queue note distillation");
+        }
         Ok(SessionReport {
             id: live.id.clone(),
             status,

@@ -1,5 +1,8 @@
 use std::path::{Path, PathBuf};
 
+use quire_config::AgentConfig;
+use quire_notes::NotesPaths;
+
 use crate::error::SessionError;
 
 /// Where Quire keeps its data: `quire.db`, `notes/`, `index/`, `sessions/`.
@@ -42,6 +45,31 @@ impl DataHome {
 
     pub fn index_dir(&self) -> PathBuf {
         self.root.join("index")
+    }
+
+    /// The notes folder the config names (`notes.root`, default
+    /// `<home>/notes`) and its index, always under the data home (a shared
+    /// notes repository must not carry anyone's derived index).
+    pub fn notes_paths(&self, config: &AgentConfig) -> NotesPaths {
+        let root = config.notes.root.trim();
+        let root = if root.is_empty() {
+            self.notes_dir()
+        } else if let Some(rest) = root.strip_prefix("~/")
+            && let Some(home) = std::env::var_os("HOME")
+        {
+            PathBuf::from(home).join(rest)
+        } else {
+            PathBuf::from(root)
+        };
+        NotesPaths {
+            root,
+            index_dir: self.index_dir().join("notes"),
+        }
+    }
+
+    /// Where background workers (the note-taker) write their logs.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
     }
 
     pub fn agents_dir(&self) -> PathBuf {

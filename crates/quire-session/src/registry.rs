@@ -8,7 +8,9 @@ use quire_context::{
 use quire_core::Extension;
 use quire_core::extensions::ProtocolExtension;
 use quire_llm::ModelClient;
+use quire_notes::{NotesExtension, NotesPaths, RETRIEVAL_TOOLS, RetrievalSettings};
 use quire_tools::{Finisher, TestRunner, WorkspaceTools};
+use quire_types::Redactor;
 use quire_workspace::SessionCopy;
 
 use crate::error::SessionError;
@@ -21,6 +23,7 @@ pub const KNOWN_EXTENSIONS: &[&str] = &[
     "tests",
     "finish",
     "memory",
+    "notes",
     "guidance",
 ];
 
@@ -35,6 +38,7 @@ pub fn tools_by_extension() -> Vec<(&'static str, &'static [&'static str])> {
         .iter()
         .chain(quire_context::tools_by_extension())
         .copied()
+        .chain([(NotesExtension::NAME, RETRIEVAL_TOOLS)])
         .collect()
 }
 
@@ -47,6 +51,14 @@ pub struct SessionParts {
     pub session_dir: PathBuf,
     /// Answers the context extension's summary call.
     pub summary_client: Arc<dyn ModelClient>,
+    /// The task text: what the `notes` extension retrieves notes for.
+    pub task: String,
+    /// The project name notes are filed under.
+    pub project: String,
+    /// The notes folder and its index.
+    pub notes: NotesPaths,
+    /// Secrets never written into notes.
+    pub redactor: Redactor,
 }
 
 /// Builds the extensions an agent config lists, in its order.
@@ -64,6 +76,8 @@ pub fn build_extensions(
     config
         .extensions
         .iter()
+        // `notes.enabled = false` turns retrieval off without editing the list.
+        .filter(|name| name.as_str() != NotesExtension::NAME || config.notes.enabled)
         .map(|name| -> Result<Arc<dyn Extension>, SessionError> {
             let copy = parts.copy.clone();
             Ok(match name.as_str() {
@@ -76,6 +90,17 @@ pub fn build_extensions(
                 "tests" => Arc::new(TestRunner::new(copy, parts.test_command.clone())),
                 "finish" => Arc::new(Finisher::new(copy)),
                 "memory" => Arc::new(MemoryExtension::new(memory.clone())),
+                "notes" => Arc::new(NotesExtension::new(
+                    parts.notes.clone(),
+                    parts.redactor.clone(),
+                    &parts.project,
+                    parts.task.clone(),
+                    copy.root(),
+                    RetrievalSettings {
+                        max_shown: config.notes.max_notes_shown as usize,
+                        budget_chars: config.notes.retrieval_budget_chars as usize,
+                    },
+                )),
                 "guidance" => Arc::new(GuidanceExtension::new(
                     has_memory.then(|| memory.clone()),
                     has_tests,

@@ -1,7 +1,7 @@
 //! The SQLite trajectory store: sessions and the events of each, committed
 //! one by one as they happen so that a killed process still leaves a
-//! readable, resumable trajectory; and eval runs with their per-attempt
-//! results (`quire eval`).
+//! readable, resumable trajectory; eval runs with their per-attempt
+//! results (`quire eval`); and note distillation jobs (`quire notes`).
 //!
 //! One [`Store`] wraps one connection and is used from one thread at a time;
 //! several processes may open the same file (WAL mode, busy timeout, and
@@ -10,6 +10,7 @@
 //! [`Redactor`] first.
 
 mod convert;
+mod distill;
 mod error;
 mod evals;
 mod events;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use quire_types::Redactor;
 use rusqlite::{Connection, ErrorCode};
 
+pub use distill::{DistillJob, DistillStatus};
 pub use error::StoreError;
 pub use evals::{
     EvalOutcome, EvalResultRow, EvalResultStatus, EvalRunRow, EvalRunStatus, EvalRunSummary,

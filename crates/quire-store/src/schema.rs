@@ -11,7 +11,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 use crate::StoreError;
 use crate::convert::{fmt_ts, to_u32};
 
-/// Ordered schema migrations; later ones (distill jobs, …) go after.
+/// Ordered schema migrations; append new ones at the end.
 const MIGRATIONS: &[&str] = &[
     // 1: sessions and their events.
     r#"
@@ -102,6 +102,24 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, task_id, attempt)
     );
     CREATE INDEX idx_eval_results_session_id ON eval_results(session_id);
+    "#,
+    // 3: note distillation jobs, one per finished session (`quire notes distill`).
+    r#"
+    CREATE TABLE distill_jobs (
+        session_id    TEXT PRIMARY KEY NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        status        TEXT NOT NULL DEFAULT 'pending',
+        attempts      INTEGER NOT NULL DEFAULT 0,
+        worker        TEXT,
+        queued_at     TEXT NOT NULL,
+        claimed_at    TEXT,
+        heartbeat_at  TEXT,
+        finished_at   TEXT,
+        error         TEXT,
+        notes_written TEXT NOT NULL DEFAULT '[]',
+        credited      TEXT NOT NULL DEFAULT '[]',
+        summary       TEXT
+    );
+    CREATE INDEX idx_distill_jobs_status ON distill_jobs(status, queued_at);
     "#,
 ];
 

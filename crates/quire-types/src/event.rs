@@ -145,6 +145,14 @@ pub enum EventKind {
     Error {
         message: String,
     },
+    /// Notes from earlier sessions reached this one: `via` is `start` (listed
+    /// after the task), `search` (`search_notes`), `error` (offered next to
+    /// a failure) or `read` (`read_note`). The distillation job credits the
+    /// notes read by the session's outcome.
+    NotesRetrieved {
+        via: String,
+        ids: Vec<String>,
+    },
     SessionEnded {
         status: String,
         outcome: String,
@@ -176,6 +184,7 @@ impl EventKind {
             EventKind::Compaction { .. } => "compaction",
             EventKind::HistoryReplaced { .. } => "history_replaced",
             EventKind::Error { .. } => "error",
+            EventKind::NotesRetrieved { .. } => "notes_retrieved",
             EventKind::SessionEnded { .. } => "session_ended",
         }
     }

@@ -35,6 +35,18 @@ fn check(global: &GlobalArgs, agent: Option<&str>) -> Result<ExitCode> {
             }
         }
     }
+    // The note-taker is an agent of its own: its tools are not listed in
+    // `extensions`, but it needs their words whenever notes are on.
+    if config.notes.enabled {
+        for tool in quire_notes::NOTE_TAKER_TOOLS {
+            if !config.tools.contains_key(*tool) {
+                problems.push(format!("the note-taker needs tools/{tool}.toml"));
+            }
+        }
+        if config.prompts.note_taker.trim().is_empty() {
+            problems.push("the note-taker prompt (prompts.note_taker) is empty".into());
+        }
+    }
     if global.json {
         let value = serde_json::json!({ "config": config, "problems": problems });
         println!("{}", serde_json::to_string_pretty(&value)?);
@@ -85,6 +97,7 @@ fn toml_view(config: &quire_config::AgentConfig) -> Result<String> {
         context: &'a quire_config::ContextConfig,
         tests: &'a quire_config::TestsConfig,
         finish: &'a quire_config::FinishConfig,
+        notes: &'a quire_config::NotesConfig,
         pricing: &'a quire_config::Pricing,
     }
     let settings = Settings {
@@ -93,6 +106,7 @@ fn toml_view(config: &quire_config::AgentConfig) -> Result<String> {
         context: &config.context,
         tests: &config.tests,
         finish: &config.finish,
+        notes: &config.notes,
         pricing: &config.pricing,
     };
     Ok(toml::to_string(&settings)?)

@@ -46,6 +46,14 @@ pub async fn demo(global: &GlobalArgs, args: DemoArgs) -> Result<ExitCode> {
         }
         println!("Working on a copy of the example at {}\n", target.display());
     }
+    // A replay must send exactly the recorded requests: no notes in them.
+    let replay_global;
+    let global = if args.live {
+        global
+    } else {
+        replay_global = super::run::without_notes(global);
+        &replay_global
+    };
     let config = load_agent(global, None)?;
     let info = WorkspaceInfo::discover(&target, &demo_choices(), &config.tests.command)?;
     let redactor = redactor(&config);

@@ -2,6 +2,7 @@ mod config;
 mod demo;
 mod eval;
 mod models;
+mod notes;
 mod run;
 mod sessions;
 
@@ -20,5 +21,6 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Models(cmd) => models::models(&global, cmd).await,
         Command::Sessions(cmd) => sessions::sessions(&global, cmd).await,
         Command::Eval(cmd) => eval::eval(&global, cmd).await,
+        Command::Notes(cmd) => notes::notes(&global, cmd).await,
     }
 }

@@ -14,7 +14,15 @@ use crate::client::{home, load_agent, model_client, redactor};
 use crate::render::{Renderer, Style, TerminalSink};
 
 pub async fn run(global: &GlobalArgs, args: RunArgs) -> Result<ExitCode> {
+    let notes_off;
+    let global = if args.no_notes {
+        notes_off = without_notes(global);
+        &notes_off
+    } else {
+        global
+    };
     let config = load_agent(global, None)?;
+    let notes = config.notes.clone();
     let choices = WorkspaceChoices {
         task: args.task,
         test_command: args.test_cmd,
@@ -26,7 +34,9 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> Result<ExitCode> {
     let report = runner
         .run(info, options(global, &redactor, &args.review))
         .await?;
-    Ok(finish(global, &report))
+    let code = finish(global, &report);
+    distill_in_background(global, &notes, &args.recording, &report);
+    Ok(code)
 }
 
 pub async fn resume(
@@ -36,12 +46,90 @@ pub async fn resume(
     recording: RecordingArgs,
 ) -> Result<ExitCode> {
     let config = load_agent(global, None)?;
+    let notes = config.notes.clone();
     let redactor = redactor(&config);
     let runner = runner(global, config, &recording)?;
     let report = runner
         .resume(id, options(global, &redactor, &review))
         .await?;
-    Ok(finish(global, &report))
+    let code = finish(global, &report);
+    distill_in_background(global, &notes, &recording, &report);
+    Ok(code)
+}
+
+/// The same global arguments with notes turned off (`--no-notes`, replays).
+pub fn without_notes(global: &GlobalArgs) -> GlobalArgs {
+    let mut global = global.clone();
+    global.overrides.push("notes.enabled=false".into());
+    global
+}
+
+/// Starts `quire notes distill --session <id>` as a detached process (its
+/// own process group, output to `<home>/logs/`), so the user gets control
+/// back at once while the note-taker works. Replays never distill: the
+/// recording holds no note-taker answers.
+fn distill_in_background(
+    global: &GlobalArgs,
+    notes: &quire_config::NotesConfig,
+    recording: &RecordingArgs,
+    report: &SessionReport,
+) {
+    if !notes.enabled || !notes.auto_distill || recording.replay.is_some() {
+        return;
+    }
+    let started = (|| -> Result<std::path::PathBuf> {
+        let home = home(global)?;
+        let pending = quire_store::Store::open(&home.db_path())?
+            .distill_job(&report.id)?
+            .is_some_and(|j| j.status == quire_store::DistillStatus::Pending);
+        if !pending {
+            anyhow::bail!("no pending job");
+        }
+        std::fs::create_dir_all(home.logs_dir())?;
+        let log_path = home.logs_dir().join(format!("distill-{}.log", report.id));
+        let log = std::fs::File::create(&log_path)?;
+        let mut cmd = std::process::Command::new(std::env::current_exe()?);
+        cmd.arg("--agent").arg(&global.agent);
+        cmd.arg("--home").arg(home.root());
+        for o in &global.overrides {
+            cmd.arg("-c").arg(o);
+        }
+        for (flag, value) in [
+            ("--provider", &global.provider),
+            ("--model", &global.model),
+            ("--base-url", &global.base_url),
+        ] {
+            if let Some(v) = value {
+                cmd.arg(flag).arg(v);
+            }
+        }
+        for _ in 0..global.verbose {
+            cmd.arg("-v");
+        }
+        cmd.args(["notes", "distill", "--session", report.id.as_str()])
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // Its own group: Ctrl-C in this terminal does not reach it.
+            cmd.process_group(0);
+        }
+        cmd.spawn()?;
+        Ok(log_path)
+    })();
+    match started {
+        Ok(log) => {
+            if !global.quiet && !global.json {
+                println!(
+                    "notes: distilling this session in the background (log: {})",
+                    log.display()
+                );
+            }
+        }
+        Err(err) => tracing::debug!(%err, "no background distillation"),
+    }
 }
 
 pub fn runner(

@@ -1,0 +1,704 @@
+//! The compact digest of a finished session that the note-taker reads: the
+//! task, each action as `name(short args)`, errors verbatim (capped) with
+//! the step that resolved them, failing test digests and what fixed them,
+//! the outcome and the final change. Secrets are redacted.
+//!
+//! A trajectory can be thousands of events; the note-taker needs the story,
+//! not the file contents, so reads are one line and only errors, test
+//! failures and the final diff keep their text.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use quire_config::{AgentConfig, render};
+use quire_types::{Event, EventKind, Redactor};
+
+use crate::facts::SessionFacts;
+
+/// How much of each part is kept, in characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DigestLimits {
+    pub task: usize,
+    /// One tool error, verbatim up to here.
+    pub error: usize,
+    /// One failing test digest.
+    pub test: usize,
+    /// What the model said before a step.
+    pub thought: usize,
+    /// One argument value in `name(args)`.
+    pub arg: usize,
+    pub diff: usize,
+    /// Steps listed in full; past it, uneventful steps in the middle are elided.
+    pub steps: usize,
+}
+
+impl Default for DigestLimits {
+    fn default() -> Self {
+        DigestLimits {
+            task: 2_000,
+            error: 700,
+            test: 1_000,
+            thought: 240,
+            arg: 70,
+            diff: 5_000,
+            steps: 80,
+        }
+    }
+}
+
+/// What shapes a digest: the frame template (`messages.toml`
+/// `notes_digest`), which tools edit files, the redactor and the caps.
+#[derive(Debug, Clone)]
+pub struct DigestOptions {
+    /// Placeholders `{project}`, `{status}`, `{outcome}`, `{task}`,
+    /// `{steps}`, `{notes}`, `{diff}`.
+    pub template: String,
+    /// Tools whose success between a failing and a passing test run count
+    /// as the fix (`tool_roles.edits`).
+    pub edit_tools: Vec<String>,
+    pub redactor: Redactor,
+    pub limits: DigestLimits,
+}
+
+impl DigestOptions {
+    /// Texts and tool roles from the agent config.
+    pub fn from_config(config: &AgentConfig, redactor: Redactor) -> DigestOptions {
+        DigestOptions {
+            template: config.message("notes_digest").to_string(),
+            edit_tools: config.tool_roles.edits.clone(),
+            redactor,
+            limits: DigestLimits::default(),
+        }
+    }
+}
+
+/// What a step's tool call came to.
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
+    Pending,
+    Ok,
+    Error(String),
+    TestsFailed(String),
+    TestsPassed(String),
+}
+
+#[derive(Debug, Clone)]
+struct Step {
+    /// `name(short args)`, or a line for a non-tool step.
+    line: String,
+    name: String,
+    /// The `path` argument, to tell which later call resolved an error.
+    path: Option<String>,
+    thought: Option<String>,
+    outcome: Outcome,
+    /// Set on errors and test failures once resolution is known.
+    resolution: Option<String>,
+    /// A step that is not a tool call (feedback, post-apply tests).
+    event: bool,
+}
+
+/// Builds the digest text of one session from its events.
+pub fn digest(events: &[Event], options: &DigestOptions) -> String {
+    let facts = SessionFacts::from_events(events);
+    let limits = &options.limits;
+    let mut steps: Vec<Step> = Vec::new();
+    let mut by_call: HashMap<String, usize> = HashMap::new();
+    let mut thought: Option<String> = None;
+    let mut diff: Option<(String, Vec<String>)> = None;
+    let mut approval: Option<String> = None;
+
+    for event in events {
+        match &event.kind {
+            EventKind::ModelResponse { content, .. } => {
+                let text = one_line(content);
+                thought = (!text.is_empty()).then(|| cap(&text, limits.thought));
+            }
+            EventKind::ToolCallStarted {
+                call_id,
+                name,
+                arguments,
+            } => {
+                by_call.insert(call_id.clone(), steps.len());
+                steps.push(Step {
+                    line: format!("{name}({})", short_args(arguments, limits.arg)),
+                    name: name.clone(),
+                    path: path_arg(arguments),
+                    thought: thought.take(),
+                    outcome: Outcome::Pending,
+                    resolution: None,
+                    event: false,
+                });
+            }
+            EventKind::TestRun {
+                phase,
+                exit_code,
+                timed_out,
+                digest,
+                output,
+                ..
+            } => {
+                let failed = *exit_code != Some(0) || *timed_out;
+                let text = if digest.trim().is_empty() {
+                    output.as_str()
+                } else {
+                    digest.as_str()
+                };
+                let outcome = if failed {
+                    Outcome::TestsFailed(cap(text.trim(), limits.test))
+                } else {
+                    Outcome::TestsPassed(first_line(text))
+                };
+                if phase == "agent"
+                    && let Some(step) = steps
+                        .iter_mut()
+                        .rev()
+                        .find(|s| !s.event && s.outcome == Outcome::Pending)
+                {
+                    step.outcome = outcome;
+                } else {
+                    steps.push(Step {
+                        line: format!("{phase} tests"),
+                        name: String::new(),
+                        path: None,
+                        thought: None,
+                        outcome,
+                        resolution: None,
+                        event: true,
+                    });
+                }
+            }
+            EventKind::ToolResult {
+                call_id,
+                views,
+                is_error,
+                ..
+            } => {
+                let Some(&index) = by_call.get(call_id) else {
+                    continue;
+                };
+                let step = &mut steps[index];
+                if step.outcome == Outcome::Pending {
+                    step.outcome = if *is_error {
+                        Outcome::Error(cap(views.agent_view.trim(), limits.error))
+                    } else {
+                        Outcome::Ok
+                    };
+                }
+            }
+            EventKind::UserMessage { source, content }
+                if source == "feedback" || source == "post_apply_failure" =>
+            {
+                steps.push(Step {
+                    line: format!("{source}: {}", cap(&one_line(content), limits.error)),
+                    name: String::new(),
+                    path: None,
+                    thought: None,
+                    outcome: Outcome::Ok,
+                    resolution: None,
+                    event: true,
+                });
+            }
+            EventKind::Patch { diff: d, files } => {
+                diff = Some((d.clone(), files.clone()));
+            }
+            EventKind::Approval { decision, feedback } => {
+                approval = Some(match feedback {
+                    Some(f) => format!("{decision}: {}", one_line(f)),
+                    None => decision.clone(),
+                });
+            }
+            EventKind::RolledBack { reason, .. } => {
+                steps.push(Step {
+                    line: format!("rolled back: {reason}"),
+                    name: String::new(),
+                    path: None,
+                    thought: None,
+                    outcome: Outcome::Ok,
+                    resolution: None,
+                    event: true,
+                });
+            }
+            EventKind::Error { message } => {
+                steps.push(Step {
+                    line: "error".into(),
+                    name: String::new(),
+                    path: None,
+                    thought: None,
+                    outcome: Outcome::Error(cap(message, limits.error)),
+                    resolution: None,
+                    event: true,
+                });
+            }
+            _ => {}
+        }
+    }
+    resolve(&mut steps, options);
+
+    let mut outcome = facts.outcome.clone().unwrap_or_default();
+    if let Some(a) = approval {
+        let _ = write!(outcome, " (review: {a})");
+    }
+    let diff_text = match diff {
+        Some((d, files)) if !d.trim().is_empty() => {
+            format!(
+                "{}\n```diff\n{}\n```",
+                files.join(", "),
+                cap(d.trim_end(), limits.diff)
+            )
+        }
+        _ => "(none)".to_string(),
+    };
+    let notes = notes_used(&facts);
+    let text = render(
+        &options.template,
+        &[
+            ("project", &facts.project),
+            ("status", facts.status.as_deref().unwrap_or("unknown")),
+            ("outcome", &outcome),
+            ("task", &cap(facts.task.trim(), limits.task)),
+            ("steps", &render_steps(&steps, limits.steps)),
+            ("notes", &notes),
+            ("diff", &diff_text),
+        ],
+    );
+    options.redactor.redact(&text)
+}
+
+/// Annotates each error with the step that resolved it: for a tool error,
+/// the next success of the same tool on the same path; for failing tests,
+/// the next passing run and the edits in between.
+fn resolve(steps: &mut [Step], options: &DigestOptions) {
+    for i in 0..steps.len() {
+        let resolution = match &steps[i].outcome {
+            Outcome::Error(_) if !steps[i].event => {
+                let (name, path) = (steps[i].name.clone(), steps[i].path.clone());
+                steps[i + 1..]
+                    .iter()
+                    .position(|s| s.name == name && s.path == path && s.outcome == Outcome::Ok)
+                    .map(|j| format!("resolved at step {}", i + 2 + j))
+                    .or_else(|| Some("not resolved".into()))
+            }
+            Outcome::TestsFailed(_) => {
+                let passed = steps[i + 1..]
+                    .iter()
+                    .position(|s| matches!(s.outcome, Outcome::TestsPassed(_)))
+                    .map(|j| i + 1 + j);
+                Some(match passed {
+                    Some(p) => {
+                        let edits: Vec<String> = (i + 1..p)
+                            .filter(|&k| {
+                                options.edit_tools.contains(&steps[k].name)
+                                    && steps[k].outcome == Outcome::Ok
+                            })
+                            .map(|k| (k + 1).to_string())
+                            .collect();
+                        if edits.is_empty() {
+                            format!("passed at step {}", p + 1)
+                        } else {
+                            format!(
+                                "fixed by step {} (passed at step {})",
+                                edits.join(", "),
+                                p + 1
+                            )
+                        }
+                    }
+                    None => "not resolved".into(),
+                })
+            }
+            _ => None,
+        };
+        steps[i].resolution = resolution;
+    }
+}
+
+fn render_steps(steps: &[Step], max: usize) -> String {
+    if steps.is_empty() {
+        return "(no actions)".into();
+    }
+    let keep = kept_steps(steps, max);
+    let mut out = String::new();
+    let mut elided = 0;
+    for (i, step) in steps.iter().enumerate() {
+        if !keep[i] {
+            elided += 1;
+            continue;
+        }
+        if elided > 0 {
+            let _ = writeln!(out, "   … {elided} uneventful step(s) …");
+            elided = 0;
+        }
+        if let Some(t) = &step.thought {
+            let _ = writeln!(out, "   ({t})");
+        }
+        let n = i + 1;
+        let resolution = step
+            .resolution
+            .as_deref()
+            .map(|r| format!(" [{r}]"))
+            .unwrap_or_default();
+        match &step.outcome {
+            Outcome::Pending | Outcome::Ok => {
+                let _ = writeln!(out, "{n}. {}", step.line);
+            }
+            Outcome::TestsPassed(summary) => {
+                let _ = writeln!(out, "{n}. {} → tests passed: {summary}", step.line);
+            }
+            Outcome::Error(text) => {
+                let _ = writeln!(out, "{n}. {} → error{resolution}:", step.line);
+                out.push_str(&quote(text));
+            }
+            Outcome::TestsFailed(text) => {
+                let _ = writeln!(out, "{n}. {} → tests failed{resolution}:", step.line);
+                out.push_str(&quote(text));
+            }
+        }
+    }
+    if elided > 0 {
+        let _ = writeln!(out, "   … {elided} uneventful step(s) …");
+    }
+    out.trim_end().to_string()
+}
+
+/// Which steps are listed: all when few; else every eventful step and its
+/// neighbours, plus the first and last ones.
+fn kept_steps(steps: &[Step], max: usize) -> Vec<bool> {
+    if steps.len() <= max {
+        return vec![true; steps.len()];
+    }
+    let mut keep = vec![false; steps.len()];
+    let head = max / 4;
+    let tail = max / 4;
+    for (i, k) in keep.iter_mut().enumerate() {
+        *k = i < head || i + tail >= steps.len();
+    }
+    for (i, step) in steps.iter().enumerate() {
+        let eventful = step.event
+            || matches!(
+                step.outcome,
+                Outcome::Error(_) | Outcome::TestsFailed(_) | Outcome::TestsPassed(_)
+            );
+        if eventful {
+            keep[i] = true;
+            if i + 1 < steps.len() {
+                keep[i + 1] = true;
+            }
+        }
+    }
+    keep
+}
+
+fn notes_used(facts: &SessionFacts) -> String {
+    let mut lines = Vec::new();
+    if !facts.shown.is_empty() {
+        lines.push(format!("shown: {}", facts.shown.join(", ")));
+    }
+    if !facts.read.is_empty() {
+        lines.push(format!("read: {}", facts.read.join(", ")));
+    }
+    if lines.is_empty() {
+        "(none)".into()
+    } else {
+        lines.join("\n")
+    }
+}
+
+/// Indented block, so error text cannot be mistaken for structure.
+fn quote(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let _ = writeln!(out, "   | {line}");
+    }
+    out
+}
+
+/// `path=src/a.py, old=<52 chars>`: values flattened and capped; long ones
+/// (file contents, patches) only by size.
+fn short_args(arguments: &str, max: usize) -> String {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(arguments)
+    else {
+        let raw = one_line(arguments);
+        return if raw.is_empty() || raw == "{}" {
+            String::new()
+        } else {
+            cap(&raw, max)
+        };
+    };
+    map.iter()
+        .map(|(key, value)| {
+            let text = match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let flat = one_line(&text);
+            if text.contains('\n') && text.chars().count() > max {
+                format!("{key}=<{} chars>", text.chars().count())
+            } else {
+                format!("{key}={}", cap(&flat, max))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn path_arg(arguments: &str) -> Option<String> {
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .ok()?
+        .get("path")?
+        .as_str()
+        .map(|p| p.trim().trim_start_matches("./").to_string())
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// At most `max` characters, marking how much was cut.
+pub(crate) fn cap(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept} [… {} characters cut]", total - max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quire_types::{ToolCall, ToolResultViews, Usage};
+
+    pub(crate) const TEMPLATE: &str = "project {project}: {status} ({outcome})\nTASK\n{task}\nSTEPS\n{steps}\nNOTES\n{notes}\nDIFF\n{diff}";
+
+    fn options() -> DigestOptions {
+        let mut redactor = Redactor::new();
+        redactor.add_secret("hunter2-very-secret-value");
+        DigestOptions {
+            template: TEMPLATE.into(),
+            edit_tools: vec!["edit_file".into(), "apply_patch".into()],
+            redactor,
+            limits: DigestLimits::default(),
+        }
+    }
+
+    fn ev(kind: EventKind) -> Event {
+        Event::now(kind)
+    }
+
+    fn call(id: &str, name: &str, args: serde_json::Value) -> Vec<Event> {
+        vec![
+            ev(EventKind::ModelResponse {
+                iteration: 1,
+                content: String::new(),
+                tool_calls: vec![ToolCall::new(id, name, args.to_string())],
+                usage: Usage::default(),
+                duration_ms: 1,
+                model: "m".into(),
+            }),
+            ev(EventKind::ToolCallStarted {
+                call_id: id.into(),
+                name: name.into(),
+                arguments: args.to_string(),
+            }),
+        ]
+    }
+
+    fn result(id: &str, name: &str, text: &str, is_error: bool) -> Event {
+        ev(EventKind::ToolResult {
+            call_id: id.into(),
+            name: name.into(),
+            views: ToolResultViews {
+                agent_view: text.into(),
+                user_view: text.into(),
+            },
+            is_error,
+            duration_ms: 1,
+        })
+    }
+
+    fn test_run(passed: bool, digest: &str) -> Event {
+        ev(EventKind::TestRun {
+            phase: "agent".into(),
+            command: "pytest".into(),
+            exit_code: Some(if passed { 0 } else { 1 }),
+            passed: Some(1),
+            failed: Some(u32::from(!passed)),
+            timed_out: false,
+            digest: digest.into(),
+            output: String::new(),
+            duration_ms: 5,
+        })
+    }
+
+    /// A session that hits a test failure and an edit error, fixes both,
+    /// and gets its change applied.
+    pub(crate) fn session_events() -> Vec<Event> {
+        let mut events = vec![
+            ev(EventKind::SessionStarted {
+                task: "Fix the import error in the tests; token hunter2-very-secret-value".into(),
+                workspace: "/ws".into(),
+                project: "shop".into(),
+                agent: "default".into(),
+                config_hash: "h".into(),
+                model: "m".into(),
+            }),
+            ev(EventKind::UserMessage {
+                source: "task".into(),
+                content: "the task".into(),
+            }),
+        ];
+        events.extend(call("c1", "run_tests", serde_json::json!({})));
+        events.push(test_run(
+            false,
+            "Tests failed (exit code 2).\nE   ModuleNotFoundError: No module named 'src'",
+        ));
+        events.push(result("c1", "run_tests", "Tests failed", false));
+        events.extend(call(
+            "c2",
+            "edit_file",
+            serde_json::json!({"path": "pytest.ini", "old": "x", "new": "[pytest]\npythonpath = .\n"}),
+        ));
+        events.push(result(
+            "c2",
+            "edit_file",
+            "No match for `old` in pytest.ini",
+            true,
+        ));
+        events.extend(call(
+            "c3",
+            "edit_file",
+            serde_json::json!({"path": "pytest.ini", "old": "[pytest]", "new": "[pytest]\npythonpath = ."}),
+        ));
+        events.push(result("c3", "edit_file", "Edited pytest.ini", false));
+        events.extend(call("c4", "read_note", serde_json::json!({"id": "01NOTE"})));
+        events.push(result("c4", "read_note", "# A note", false));
+        events.extend(call("c5", "run_tests", serde_json::json!({})));
+        events.push(test_run(true, "Tests passed. 3 passed"));
+        events.push(result("c5", "run_tests", "Tests passed", false));
+        events.extend(call(
+            "c6",
+            "finish",
+            serde_json::json!({"summary": "set pythonpath"}),
+        ));
+        events.push(result("c6", "finish", "Finished", false));
+        events.push(ev(EventKind::Patch {
+            diff: "--- a/pytest.ini\n+++ b/pytest.ini\n@@\n+pythonpath = .\n".into(),
+            files: vec!["pytest.ini".into()],
+        }));
+        events.push(ev(EventKind::Approval {
+            decision: "approved".into(),
+            feedback: None,
+        }));
+        events.push(ev(EventKind::Applied {
+            files: vec!["pytest.ini".into()],
+        }));
+        events.push(ev(EventKind::SessionEnded {
+            status: "completed".into(),
+            outcome: "applied 1 file(s): set pythonpath".into(),
+            usage: Usage::default(),
+            iterations: 6,
+            tool_calls: 6,
+            elapsed_ms: 10,
+            cost_usd: 0.0,
+        }));
+        events
+    }
+
+    #[test]
+    fn digest_tells_the_story_compactly() {
+        let text = digest(&session_events(), &options());
+        assert!(
+            text.contains("project shop: completed (applied 1 file(s)"),
+            "{text}"
+        );
+        assert!(text.contains("review: approved"), "{text}");
+        assert!(
+            text.contains("1. run_tests() → tests failed [fixed by step 3 (passed at step 5)]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("   | E   ModuleNotFoundError: No module named 'src'"),
+            "{text}"
+        );
+        let step2 = text.lines().find(|l| l.starts_with("2. ")).unwrap();
+        assert!(step2.starts_with("2. edit_file("), "{step2}");
+        assert!(
+            step2.contains("new=[pytest] pythonpath = .")
+                && step2.contains("old=x")
+                && step2.contains("path=pytest.ini"),
+            "{step2}"
+        );
+        assert!(
+            step2.ends_with(") → error [resolved at step 3]:"),
+            "{step2}"
+        );
+        assert!(text.contains("No match for `old` in pytest.ini"), "{text}");
+        assert!(
+            text.contains("5. run_tests() → tests passed: Tests passed. 3 passed"),
+            "{text}"
+        );
+        assert!(text.contains("read: 01NOTE"), "{text}");
+        assert!(text.contains("```diff\n--- a/pytest.ini"), "{text}");
+    }
+
+    #[test]
+    fn secrets_are_redacted_from_the_digest() {
+        let mut events = session_events();
+        events.push(result(
+            "c9",
+            "x",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123",
+            true,
+        ));
+        let text = digest(&events, &options());
+        assert!(!text.contains("hunter2-very-secret-value"), "{text}");
+        assert!(text.contains("[REDACTED]"), "{text}");
+    }
+
+    #[test]
+    fn long_errors_and_sessions_are_capped() {
+        let mut events = session_events();
+        let long = "E".repeat(5_000);
+        for i in 0..200 {
+            let id = format!("r{i}");
+            events.extend(call(
+                &id,
+                "read_file",
+                serde_json::json!({"path": format!("f{i}.py")}),
+            ));
+            events.push(result(&id, "read_file", "contents", false));
+        }
+        events.extend(call(
+            "bad",
+            "apply_patch",
+            serde_json::json!({"patch": "x"}),
+        ));
+        events.push(result("bad", "apply_patch", &long, true));
+        let text = digest(&events, &options());
+        assert!(text.contains("characters cut"), "long error capped");
+        assert!(text.contains("uneventful step(s)"), "middle steps elided");
+        assert!(
+            text.contains("apply_patch(patch=x) → error [not resolved]"),
+            "{text}"
+        );
+        assert!(text.len() < 20_000, "{}", text.len());
+    }
+
+    #[test]
+    fn args_are_short() {
+        assert_eq!(short_args("{}", 10), "");
+        assert_eq!(short_args("{\"path\":\"a.py\"}", 10), "path=a.py");
+        assert_eq!(
+            short_args("{\"q\":\"aaaaaaaaaaaaaaa\"}", 5),
+            "q=aaaaa [… 10 characters cut]"
+        );
+        assert_eq!(short_args("not json", 20), "not json");
+    }
+}

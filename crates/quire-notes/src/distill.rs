@@ -1,0 +1,527 @@
+//! Distillation jobs: turning a finished session into notes.
+//!
+//! A job is claimed from the store (once, atomically), the notes the
+//! session read are credited by its outcome (deterministically, and never
+//! twice for one session), then the note-taker — an agent of its own with
+//! the note tools — reads the session's digest and writes, updates,
+//! supersedes or writes nothing. Progress is saved after every write and a
+//! heartbeat keeps the job's lease, so a worker killed mid-job leaves the
+//! tree and index consistent and the job claimable again.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use quire_config::{AgentConfig, render};
+use quire_core::extensions::ProtocolExtension;
+use quire_core::{Agent, CoreError, Ctx, EventSink, Extension, Interrupt, LoopOutcome, SinkError};
+use quire_llm::ModelClient;
+use quire_store::{DistillJob, Store, StoreError};
+use quire_types::{Event, EventKind, Redactor, SessionId, Usage};
+use serde::Serialize;
+
+use crate::digest::{DigestOptions, digest};
+use crate::facts::{SessionFacts, Verdict};
+use crate::handle::Notes;
+use crate::note_tools::{NoteTakerState, NoteTools, WrittenNote};
+
+/// How jobs run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistillSettings {
+    /// The note-taker's model calls per job.
+    pub max_iterations: u32,
+    /// A job without a heartbeat this long may be taken over.
+    pub lease: Duration,
+    /// Attempts at one job before it is marked failed.
+    pub max_attempts: u32,
+}
+
+impl DistillSettings {
+    /// From the agent config's `[notes]`.
+    pub fn from_config(config: &AgentConfig) -> DistillSettings {
+        DistillSettings {
+            max_iterations: config.notes.distill_max_iterations.max(1),
+            lease: Duration::from_secs(config.notes.job_lease_secs.max(1)),
+            max_attempts: config.notes.job_max_attempts.max(1),
+        }
+    }
+}
+
+/// Why a job could not be processed.
+#[derive(Debug, thiserror::Error)]
+pub enum DistillError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Notes(#[from] crate::Error),
+    #[error("note-taker: {0}")]
+    Agent(#[from] CoreError),
+    #[error("the store lock is poisoned")]
+    Poisoned,
+}
+
+/// How one job ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum JobOutcome {
+    /// The note-taker finished (or hit its cap); `summary` says what it did.
+    Done { summary: String },
+    /// Nothing to distill (the session has not ended, or made no tool call).
+    Skipped { reason: String },
+    /// This attempt failed; the job is retried until `max_attempts`.
+    Failed { error: String },
+    /// Interrupted (Ctrl-C): the job went back to the queue.
+    Released,
+    /// Another worker took the job over (this one missed its lease).
+    LostLease,
+}
+
+/// What one job did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobReport {
+    pub session_id: SessionId,
+    pub attempt: u32,
+    #[serde(flatten)]
+    pub outcome: JobOutcome,
+    pub written: Vec<WrittenNote>,
+    /// Notes credited by this job, with the verdict.
+    pub credited: Vec<(String, &'static str)>,
+    /// The note-taker's token usage.
+    pub usage: Usage,
+}
+
+/// Processes distillation jobs against one store, notes folder and model.
+pub struct Distiller {
+    store_path: PathBuf,
+    store: Arc<Mutex<Store>>,
+    notes: Notes,
+    config: Arc<AgentConfig>,
+    client: Arc<dyn ModelClient>,
+    redactor: Redactor,
+    worker: String,
+    settings: DistillSettings,
+}
+
+impl Distiller {
+    /// `config` supplies the note-taker's prompt, tool texts and messages;
+    /// `redactor` everything written (pass the one the notes were opened with).
+    pub fn new(
+        store_path: impl Into<PathBuf>,
+        notes: Notes,
+        config: Arc<AgentConfig>,
+        client: Arc<dyn ModelClient>,
+        redactor: Redactor,
+    ) -> Result<Distiller, DistillError> {
+        let store_path = store_path.into();
+        let store = Store::open(&store_path)?.with_redactor(redactor.clone());
+        let settings = DistillSettings::from_config(&config);
+        Ok(Distiller {
+            store_path,
+            store: Arc::new(Mutex::new(store)),
+            notes,
+            config,
+            client,
+            redactor,
+            worker: format!("{}-{}", std::process::id(), ulid::Ulid::new()),
+            settings,
+        })
+    }
+
+    /// Overrides the settings taken from the config.
+    pub fn with_settings(mut self, settings: DistillSettings) -> Distiller {
+        self.settings = settings;
+        self
+    }
+
+    /// This worker's id, as recorded on the jobs it holds.
+    pub fn worker(&self) -> &str {
+        &self.worker
+    }
+
+    fn store(&self) -> Result<MutexGuard<'_, Store>, DistillError> {
+        self.store.lock().map_err(|_| DistillError::Poisoned)
+    }
+
+    /// Processes the job of one session, if it is claimable; `None` when it
+    /// is not queued, done already, or held by a live worker.
+    pub async fn run_session(
+        &self,
+        id: &SessionId,
+        interrupt: &Interrupt,
+    ) -> Result<Option<JobReport>, DistillError> {
+        let job = self.store()?.claim_distill_job(
+            Some(id),
+            &self.worker,
+            self.settings.lease,
+            self.settings.max_attempts,
+        )?;
+        match job {
+            Some(job) => Ok(Some(self.process(job, interrupt).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Processes claimable jobs until none is left or `interrupt` fires.
+    /// `each` sees every report as it is made.
+    pub async fn run_pending(
+        &self,
+        interrupt: &Interrupt,
+        mut each: impl FnMut(&JobReport),
+    ) -> Result<Vec<JobReport>, DistillError> {
+        let mut reports = Vec::new();
+        while !interrupt.is_triggered() {
+            let job = self.store()?.claim_distill_job(
+                None,
+                &self.worker,
+                self.settings.lease,
+                self.settings.max_attempts,
+            )?;
+            let Some(job) = job else {
+                break;
+            };
+            let report = self.process(job, interrupt).await?;
+            each(&report);
+            reports.push(report);
+        }
+        Ok(reports)
+    }
+
+    /// A long-running worker: processes the queue, then polls it every
+    /// `poll`, until `interrupt` fires.
+    pub async fn watch(
+        &self,
+        poll: Duration,
+        interrupt: &Interrupt,
+        mut each: impl FnMut(&JobReport),
+    ) -> Result<(), DistillError> {
+        while !interrupt.is_triggered() {
+            self.run_pending(interrupt, &mut each).await?;
+            tokio::select! {
+                _ = tokio::time::sleep(poll) => {}
+                _ = interrupt.triggered() => break,
+            }
+        }
+        Ok(())
+    }
+
+    async fn process(
+        &self,
+        job: DistillJob,
+        interrupt: &Interrupt,
+    ) -> Result<JobReport, DistillError> {
+        let id = job.session_id.clone();
+        tracing::info!(session = %id, attempt = job.attempts, worker = %self.worker, "distilling");
+        let _heartbeat = Heartbeat::start(
+            self.store_path.clone(),
+            id.clone(),
+            self.worker.clone(),
+            self.settings.lease / 3,
+        );
+        let mut report = JobReport {
+            session_id: id.clone(),
+            attempt: job.attempts,
+            outcome: JobOutcome::Released,
+            written: Vec::new(),
+            credited: Vec::new(),
+            usage: Usage::default(),
+        };
+        let events: Vec<Event> = self
+            .store()?
+            .events(&id)?
+            .into_iter()
+            .map(|e| e.event)
+            .collect();
+        let facts = SessionFacts::from_events(&events);
+        // A worker killed between a file write and its index update leaves
+        // the index behind the files; hand edits too. Sync first.
+        if let Err(err) = self.notes.index.sync() {
+            tracing::warn!(%err, "cannot sync the note index before distilling");
+        }
+        let mut earlier: Vec<WrittenNote> =
+            serde_json::from_value(job.notes_written.clone()).unwrap_or_default();
+        report.credited = self.credit(&job, &facts, &earlier)?;
+
+        let skip = if !facts.ended() {
+            Some("the session has not ended".to_string())
+        } else if facts.tool_calls == 0 {
+            Some("the session made no tool call".to_string())
+        } else {
+            None
+        };
+        if let Some(reason) = skip {
+            let finished =
+                self.store()?
+                    .finish_distill_job(&id, &self.worker, &job.notes_written, &reason)?;
+            report.outcome = if finished {
+                JobOutcome::Skipped { reason }
+            } else {
+                JobOutcome::LostLease
+            };
+            return Ok(report);
+        }
+
+        let run = self
+            .take_notes(&id, &facts, &events, &earlier, interrupt)
+            .await;
+        let store = self.store()?;
+        let (outcome, written, usage) = match run {
+            Ok(run) => run,
+            Err(err) => {
+                let error = err.to_string();
+                tracing::warn!(session = %id, %error, "distillation failed");
+                store.fail_distill_job(&id, &self.worker, &error, self.settings.max_attempts)?;
+                report.outcome = JobOutcome::Failed { error };
+                return Ok(report);
+            }
+        };
+        report.usage = usage;
+        earlier.extend(written.iter().cloned());
+        let all = serde_json::to_value(&earlier).unwrap_or_default();
+        report.written = written;
+        let owned = match outcome {
+            LoopOutcome::Interrupted => {
+                report.outcome = JobOutcome::Released;
+                store.record_distill_progress(
+                    &id,
+                    &self.worker,
+                    &all,
+                    &credited_ids(&job, &report),
+                )?;
+                store.release_distill_job(&id, &self.worker)?
+            }
+            LoopOutcome::Failed { reason } => {
+                report.outcome = JobOutcome::Failed {
+                    error: reason.clone(),
+                };
+                store.record_distill_progress(
+                    &id,
+                    &self.worker,
+                    &all,
+                    &credited_ids(&job, &report),
+                )?;
+                store.fail_distill_job(&id, &self.worker, &reason, self.settings.max_attempts)?
+            }
+            other => {
+                let summary = match other {
+                    LoopOutcome::Finished { summary } => summary,
+                    LoopOutcome::Stopped { reason } => reason,
+                    _ => format!(
+                        "stopped at the note-taker's cap of {} model calls",
+                        self.settings.max_iterations
+                    ),
+                };
+                report.outcome = JobOutcome::Done {
+                    summary: summary.clone(),
+                };
+                store.finish_distill_job(&id, &self.worker, &all, &summary)?
+            }
+        };
+        if !owned {
+            tracing::warn!(session = %id, "another worker took this job over");
+            report.outcome = JobOutcome::LostLease;
+        }
+        Ok(report)
+    }
+
+    /// Credits the notes the session read by its outcome, each once per
+    /// session (what was credited is saved on the job after each note).
+    fn credit(
+        &self,
+        job: &DistillJob,
+        facts: &SessionFacts,
+        written: &[WrittenNote],
+    ) -> Result<Vec<(String, &'static str)>, DistillError> {
+        let Some(verdict) = facts.verdict() else {
+            return Ok(Vec::new());
+        };
+        let mut done = job.credited.clone();
+        let mut credited = Vec::new();
+        let notes_json = serde_json::to_value(written).unwrap_or_default();
+        for id in &facts.read {
+            if done.contains(id) {
+                continue;
+            }
+            let helpful = verdict == Verdict::Helpful;
+            match self.notes.tree.credit(id, helpful) {
+                Ok(note) => {
+                    if let Err(err) = self.notes.index.upsert(&note) {
+                        tracing::warn!(%err, id, "credited note not re-indexed");
+                    }
+                    credited.push((id.clone(), if helpful { "helpful" } else { "harmful" }));
+                }
+                Err(crate::Error::NotFound(_)) => {
+                    tracing::info!(id, "a note the session read no longer exists");
+                }
+                Err(err) => return Err(err.into()),
+            }
+            done.push(id.clone());
+            self.store()?.record_distill_progress(
+                &job.session_id,
+                &self.worker,
+                &notes_json,
+                &done,
+            )?;
+        }
+        Ok(credited)
+    }
+
+    /// Runs the note-taker on the session's digest.
+    async fn take_notes(
+        &self,
+        id: &SessionId,
+        facts: &SessionFacts,
+        events: &[Event],
+        earlier: &[WrittenNote],
+        interrupt: &Interrupt,
+    ) -> Result<(LoopOutcome, Vec<WrittenNote>, Usage), DistillError> {
+        let mut config = (*self.config).clone();
+        config.limits.max_iterations = self.settings.max_iterations;
+        // The coding agent's repair text points at `finish`; this agent ends
+        // with note_done.
+        if let Some(text) = config.messages.get("notes_no_tool_call").cloned() {
+            config.messages.insert("no_tool_call".into(), text);
+        }
+        let config = Arc::new(config);
+
+        let store = self.store.clone();
+        let (session, worker) = (id.clone(), self.worker.clone());
+        let already: Vec<WrittenNote> = earlier.to_vec();
+        let progress = Arc::new(move |written: &[WrittenNote]| {
+            let mut all = already.clone();
+            all.extend(written.iter().cloned());
+            let value = serde_json::to_value(&all).unwrap_or_default();
+            let saved = store
+                .lock()
+                .map_err(|_| "poisoned".to_string())
+                .and_then(|s| {
+                    let credited = s
+                        .distill_job(&session)
+                        .map_err(|e| e.to_string())?
+                        .map(|j| j.credited)
+                        .unwrap_or_default();
+                    s.record_distill_progress(&session, &worker, &value, &credited)
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(err) = saved {
+                tracing::warn!(%err, "cannot save distillation progress");
+            }
+        });
+        let tools = NoteTools::new(
+            self.notes.tree.clone(),
+            self.notes.index.clone(),
+            &facts.project,
+            id.as_str(),
+        )
+        .with_progress(progress);
+        let extensions: Vec<Arc<dyn Extension>> =
+            vec![Arc::new(ProtocolExtension::new()), Arc::new(tools)];
+        let agent = Agent::new(self.client.clone(), extensions, &config)?;
+
+        let mut ctx = Ctx::new(config.clone(), Arc::new(LogSink));
+        ctx.system_prompt = config.prompts.note_taker.trim().to_string();
+        let options = DigestOptions::from_config(&config, self.redactor.clone());
+        let mut first = digest(events, &options);
+        if !earlier.is_empty() {
+            let list: Vec<String> = earlier
+                .iter()
+                .map(|w| format!("- {} ({:?}): {}", w.id, w.action, w.title))
+                .collect();
+            first.push_str("\n\n");
+            first.push_str(&render(
+                config.message("notes_digest_resumed"),
+                &[("notes", &list.join("\n"))],
+            ));
+        }
+        ctx.push_user("digest", first).map_err(CoreError::from)?;
+        agent.start(&mut ctx).await?;
+        let outcome = agent.run(&mut ctx, interrupt).await?;
+        let written = ctx.state.get_mut::<NoteTakerState>().written.clone();
+        Ok((outcome, written, ctx.usage))
+    }
+}
+
+fn credited_ids(job: &DistillJob, report: &JobReport) -> Vec<String> {
+    let mut ids = job.credited.clone();
+    ids.extend(report.credited.iter().map(|(id, _)| id.clone()));
+    ids
+}
+
+/// The note-taker's events are not a session of their own; they go to the
+/// log (debug level) so a run can be followed with `-vv`.
+struct LogSink;
+
+impl EventSink for LogSink {
+    fn emit(&self, event: &Event) -> Result<(), SinkError> {
+        match &event.kind {
+            EventKind::ToolCallStarted {
+                name, arguments, ..
+            } => tracing::debug!(tool = %name, %arguments, "note-taker call"),
+            EventKind::ToolResult {
+                name,
+                views,
+                is_error,
+                ..
+            } => {
+                tracing::debug!(tool = %name, is_error, result = %views.agent_view, "note-taker result")
+            }
+            EventKind::ModelResponse { content, .. } if !content.trim().is_empty() => {
+                tracing::debug!(%content, "note-taker says")
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Renews a job's lease from a thread of its own (with its own
+/// connection), so a slow model call does not let the lease lapse.
+struct Heartbeat {
+    stop: Option<mpsc::Sender<()>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    fn start(path: PathBuf, id: SessionId, worker: String, every: Duration) -> Heartbeat {
+        let (tx, rx) = mpsc::channel::<()>();
+        let every = every.max(Duration::from_millis(200));
+        let handle = std::thread::spawn(move || {
+            let store = match Store::open(&path) {
+                Ok(s) => s,
+                Err(err) => {
+                    tracing::warn!(%err, "no heartbeat for the distillation job");
+                    return;
+                }
+            };
+            loop {
+                match rx.recv_timeout(every) {
+                    Err(RecvTimeoutError::Timeout) => {
+                        match store.heartbeat_distill_job(&id, &worker) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                tracing::warn!(session = %id, "lost the distillation job's lease");
+                                return;
+                            }
+                            Err(err) => tracing::warn!(%err, "heartbeat failed"),
+                        }
+                    }
+                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        });
+        Heartbeat {
+            stop: Some(tx),
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Is a note still about code that exists? A note names the files and
+//! symbols it is about (its provenance); when one of them is gone from the
+//! workspace, the note is flagged stale where it is shown, so the model
+//! checks it before relying on it.
+
+use std::path::{Component, Path};
+
+use crate::note::Note;
+
+/// Most workspace files searched for a symbol when the note lists no file.
+const MAX_FILES: usize = 5_000;
+/// Files larger than this are not searched for symbols.
+const MAX_FILE_BYTES: u64 = 1_000_000;
+
+/// Why `note` no longer matches the workspace at `root`, or `None` when
+/// every file it names exists and every symbol occurs in them (in the
+/// workspace when it names no file).
+pub fn stale_reason(note: &Note, root: &Path) -> Option<String> {
+    let prov = &note.meta.provenance;
+    let mut missing_files = Vec::new();
+    let mut present = Vec::new();
+    for file in &prov.files {
+        match workspace_path(root, file) {
+            Some(abs) if abs.is_file() => present.push(abs),
+            Some(abs) if abs.is_dir() => {}
+            _ => missing_files.push(file.as_str()),
+        }
+    }
+    if !missing_files.is_empty() {
+        return Some(format!("{} no longer exist", missing_files.join(", ")));
+    }
+    if prov.symbols.is_empty() {
+        return None;
+    }
+    let mut missing: Vec<&str> = prov.symbols.iter().map(String::as_str).collect();
+    let check = |missing: &mut Vec<&str>, text: &str| missing.retain(|s| !text.contains(s));
+    if present.is_empty() {
+        let walker = ignore::WalkBuilder::new(root).build();
+        for entry in walker.filter_map(Result::ok).take(MAX_FILES) {
+            if missing.is_empty() {
+                break;
+            }
+            let small = entry
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES);
+            if small && let Ok(text) = std::fs::read_to_string(entry.path()) {
+                check(&mut missing, &text);
+            }
+        }
+    } else {
+        for path in present {
+            if let Ok(text) = std::fs::read_to_string(path) {
+                check(&mut missing, &text);
+            }
+        }
+    }
+    (!missing.is_empty()).then(|| format!("{} no longer found", missing.join(", ")))
+}
+
+/// The file a provenance entry names, only when it stays inside `root`.
+fn workspace_path(root: &Path, rel: &str) -> Option<std::path::PathBuf> {
+    let rel = Path::new(rel.trim().trim_start_matches("./"));
+    if rel.as_os_str().is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+        return None;
+    }
+    Some(root.join(rel))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Kind, NewNote, NoteTree, Provenance};
+
+    fn note(tree: &NoteTree, files: &[&str], symbols: &[&str]) -> Note {
+        tree.create(
+            NewNote::project("p", "t", Kind::Insight, format!("n {files:?} {symbols:?}"))
+                .provenance(Provenance {
+                    files: files.iter().map(|s| s.to_string()).collect(),
+                    symbols: symbols.iter().map(|s| s.to_string()).collect(),
+                    ..Provenance::default()
+                }),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn notes_are_stale_when_files_or_symbols_are_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/cart.py"), "def total(items):\n    pass\n").unwrap();
+        let tree = NoteTree::open(dir.path().join("notes")).unwrap();
+
+        assert_eq!(stale_reason(&note(&tree, &[], &[]), &ws), None);
+        assert_eq!(
+            stale_reason(&note(&tree, &["src/cart.py"], &["total"]), &ws),
+            None
+        );
+        assert_eq!(stale_reason(&note(&tree, &[], &["def total"]), &ws), None);
+        let gone = stale_reason(&note(&tree, &["src/cart.py", "src/gone.py"], &[]), &ws);
+        assert_eq!(gone.as_deref(), Some("src/gone.py no longer exist"));
+        let renamed = stale_reason(&note(&tree, &["src/cart.py"], &["subtotal"]), &ws);
+        assert_eq!(renamed.as_deref(), Some("subtotal no longer found"));
+        let anywhere = stale_reason(&note(&tree, &[], &["grand_total"]), &ws);
+        assert!(anywhere.is_some());
+        let escape = stale_reason(&note(&tree, &["../outside.py"], &[]), &ws);
+        assert!(escape.is_some(), "paths outside the workspace never count");
+    }
+}
