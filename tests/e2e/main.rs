@@ -6,6 +6,7 @@ mod harness;
 
 mod cli_basics;
 mod eval;
+mod meta;
 mod notes;
 mod resume;
 mod run;

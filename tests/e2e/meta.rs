@@ -38,8 +38,17 @@ fn improve_accepts_rejects_refuses_and_reports() {
     let (env, agent) = env();
     let suite = env.ws().display().to_string();
     let out = env.run(&[
-        "meta", "improve", "mini", "--suite", &suite, "--rounds", "3", "--jobs", "2",
-        "--timeout", "60",
+        "meta",
+        "improve",
+        "mini",
+        "--suite",
+        &suite,
+        "--rounds",
+        "3",
+        "--jobs",
+        "2",
+        "--timeout",
+        "60",
     ]);
     assert!(out.status.success());
     let text = stdout(&out);
@@ -64,11 +73,20 @@ fn improve_accepts_rejects_refuses_and_reports() {
     assert_eq!(rows[0]["val"]["resolved"], 0);
     assert!(rows[1]["meta_tokens"].as_u64().unwrap() > 0);
     assert!(rows[1]["eval_tokens"].as_u64().unwrap() > 0);
-    assert!(rows[2]["val"].is_null(), "a rejected child never reaches val");
-    assert!(rows.iter().all(|r| r["test"].is_null()), "the loop never runs test");
+    assert!(
+        rows[2]["val"].is_null(),
+        "a rejected child never reaches val"
+    );
+    assert!(
+        rows.iter().all(|r| r["test"].is_null()),
+        "the loop never runs test"
+    );
     let meta = read(&agent.join("generations/2/meta.toml"));
     assert!(meta.contains("status = \"rejected\""), "{meta}");
-    assert!(meta.contains("meta_calls = 3"), "a repair was needed: {meta}");
+    assert!(
+        meta.contains("meta_calls = 3"),
+        "a repair was needed: {meta}"
+    );
 
     let svg = env.home.path().join("chart.svg");
     let out = env.run(&["meta", "history", "mini", "--svg", svg.to_str().unwrap()]);
@@ -92,12 +110,23 @@ fn improve_accepts_rejects_refuses_and_reports() {
 
     // The report evaluates generation 0 and the front on test.
     let out = env.run(&[
-        "meta", "report", "mini", "--suite", &suite, "--repeat", "1", "--jobs", "2",
-        "--timeout", "60",
+        "meta",
+        "report",
+        "mini",
+        "--suite",
+        &suite,
+        "--repeat",
+        "1",
+        "--jobs",
+        "2",
+        "--timeout",
+        "60",
     ]);
     assert!(out.status.success());
     assert!(stdout(&out).contains("g0 (A) against g1 (B) on test"));
-    let cmp = json(&env.run(&["--json", "meta", "compare", "mini", "0", "1", "--split", "test"]));
+    let cmp = json(&env.run(&[
+        "--json", "meta", "compare", "mini", "0", "1", "--split", "test",
+    ]));
     assert_eq!(cmp["gained"].as_array().unwrap().len(), 2, "{cmp}");
     assert_eq!(cmp["lost"].as_array().unwrap().len(), 0);
 
@@ -106,7 +135,10 @@ fn improve_accepts_rejects_refuses_and_reports() {
     assert!(read(&agent.join("tools/edit_file.toml")).contains(script::MARKER));
     assert!(agent.join("generations/3/meta.toml").is_file());
     let out = env.run(&["meta", "promote", "mini", "3"]);
-    assert!(!out.status.success(), "a refused generation is not promoted");
+    assert!(
+        !out.status.success(),
+        "a refused generation is not promoted"
+    );
     env.server.assert_clean();
 }
 

@@ -65,6 +65,10 @@ pub enum Command {
     /// Browse and maintain the notes sessions leave for later sessions; distill sessions into notes.
     #[command(subcommand)]
     Notes(NotesCommand),
+    /// The meta-agent: agent generations and a measured improve loop (new, improve, history,
+    /// diff, compare, report, promote).
+    #[command(subcommand)]
+    Meta(MetaCommand),
 }
 
 #[derive(Debug, Args)]
@@ -311,4 +315,112 @@ pub enum NotesCommand {
         #[arg(long, default_value_t = 5)]
         poll: u64,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MetaCommand {
+    /// Design an agent from a description: the meta model fills a form (tools, test command,
+    /// limits, safety constraints, suite), you confirm it, generation 0 is written.
+    New(MetaNewArgs),
+    /// The measured loop: reflect on train trajectories, propose one edit, keep it only if it
+    /// improves the train minibatch and then val. The test split is never used.
+    Improve(MetaImproveArgs),
+    /// Make a generation the agent's active config (generations/ is kept).
+    Promote {
+        /// Agent name or folder.
+        agent: String,
+        generation: u32,
+    },
+    /// One row per generation: parent, part changed, status, train/val/test, tokens, cost;
+    /// with a chart of val resolve rate and tokens.
+    History {
+        /// Agent name or folder.
+        agent: String,
+        /// Also write the chart as an SVG file.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+    },
+    /// The text diff of every part that differs between two generations.
+    Diff { agent: String, a: u32, b: u32 },
+    /// Pair two generations' latest runs on a split, task by task, with intervals.
+    Compare {
+        agent: String,
+        a: u32,
+        b: u32,
+        #[arg(long, default_value = "test")]
+        split: String,
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Evaluate generations on the test split (with repeats) and compare each with generation 0.
+    Report(MetaReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MetaNewArgs {
+    /// The new agent's name (its folder is agents/<name>).
+    pub name: String,
+    /// What the agent is for, in words.
+    #[arg(long)]
+    pub spec: String,
+    /// Write it without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Where agent folders go (default: ./agents).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The meta model (default: the agent's model).
+    #[arg(long)]
+    pub meta_model: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MetaImproveArgs {
+    /// Agent name or folder (generations go in <folder>/generations).
+    pub agent: String,
+    /// The suite (needs train and val splits).
+    #[arg(long)]
+    pub suite: PathBuf,
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
+    /// Stop once the loop's tokens (meta calls and evaluations) reach this.
+    #[arg(long, value_name = "T")]
+    pub budget_tokens: Option<u64>,
+    /// Attempts at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: u32,
+    /// Train tasks per minibatch (default: all).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Stop after this many rounds in a row without an accepted child.
+    #[arg(long, default_value_t = 3)]
+    pub patience: u32,
+    /// Words in a row shared with task text that refuse an edit.
+    #[arg(long, default_value_t = 8)]
+    pub copy_ngram: usize,
+    /// Seconds per attempt.
+    #[arg(long, default_value_t = 900, value_name = "SECS")]
+    pub timeout: u64,
+    /// The meta model (default: the agent's model).
+    #[arg(long)]
+    pub meta_model: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MetaReportArgs {
+    /// Agent name or folder.
+    pub agent: String,
+    /// The suite (its test split).
+    #[arg(long)]
+    pub suite: PathBuf,
+    /// Generations to evaluate (default: 0 and the Pareto front); 0 is always included.
+    #[arg(long = "gen", value_name = "N", num_args = 1..)]
+    pub generations: Vec<u32>,
+    /// Attempts per task.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: u32,
+    #[arg(long, default_value_t = 900, value_name = "SECS")]
+    pub timeout: u64,
 }

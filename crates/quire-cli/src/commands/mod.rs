@@ -1,6 +1,7 @@
 mod config;
 mod demo;
 mod eval;
+mod meta;
 mod models;
 mod notes;
 mod run;
@@ -22,5 +23,6 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Sessions(cmd) => sessions::sessions(&global, cmd).await,
         Command::Eval(cmd) => eval::eval(&global, cmd).await,
         Command::Notes(cmd) => notes::notes(&global, cmd).await,
+        Command::Meta(cmd) => meta::meta(&global, cmd).await,
     }
 }
