@@ -5,8 +5,12 @@
 mod harness;
 
 mod cli_basics;
+mod commands;
+mod concurrent;
 mod eval;
+mod kill9;
 mod meta;
 mod notes;
 mod resume;
 mod run;
+mod secrets;

@@ -21,6 +21,41 @@ impl Approver for TerminalApprover {
             .await
             .map_err(|err| SessionError::Approval(err.to_string()))?
     }
+
+    /// Asks y/n for a command the `[commands]` policy leaves to a person;
+    /// a closed stdin means nobody is there, which refuses it.
+    async fn approve_command(&self, command: &str) -> Option<bool> {
+        let style = self.style;
+        let command = crate::logging::redact(command);
+        tokio::task::spawn_blocking(move || ask_command(style, &command))
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+fn ask_command(style: Style, command: &str) -> Option<bool> {
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout();
+    loop {
+        let _ = write!(
+            stdout,
+            "{} {command}\n{} ",
+            style.bold("agent wants to run:"),
+            style.bold("Run it? [y]es / [n]o:")
+        );
+        let _ = stdout.flush();
+        let mut line = String::new();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => return Some(true),
+            "n" | "no" => return Some(false),
+            _ => {}
+        }
+    }
 }
 
 fn ask(style: Style, summary: &str, files: usize) -> Result<Decision, SessionError> {

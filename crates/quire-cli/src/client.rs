@@ -72,7 +72,10 @@ pub fn load_agent(global: &GlobalArgs, name: Option<&str>) -> Result<AgentConfig
         search.push(home.agents_dir());
     }
     let source = locate_agent(name, &search)?;
-    Ok(Loader::new(overrides(global)?).load(&source)?)
+    let config = Loader::new(overrides(global)?).load(&source)?;
+    // Logs mask this config's secrets from now on, whatever the command.
+    redactor(&config);
+    Ok(config)
 }
 
 /// The client the config describes, wrapped for `--record` or replaced by
@@ -141,9 +144,11 @@ fn needs_key(base_url: &str) -> bool {
         || host.starts_with("0.0.0.0"))
 }
 
-/// Masks the model key and the values of `notes.secret_env`.
+/// Masks the model key and the values of `notes.secret_env`; logs on
+/// stderr mask them from here on too.
 pub fn redactor(config: &AgentConfig) -> Redactor {
     let mut redactor = Redactor::new();
     redactor.add_env_secrets(config.secret_env_names());
+    crate::logging::add_redactor(&redactor);
     redactor
 }

@@ -4,6 +4,7 @@ mod approve;
 mod cli;
 mod client;
 mod commands;
+mod logging;
 mod markdown;
 mod render;
 
@@ -28,10 +29,10 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::dispatch(cli)) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err}");
+            eprintln!("error: {}", logging::redact(&err.to_string()));
             if verbose {
                 for cause in err.chain().skip(1) {
-                    eprintln!("  caused by: {cause}");
+                    eprintln!("  caused by: {}", logging::redact(&cause.to_string()));
                 }
             } else if err.chain().nth(1).is_some() {
                 eprintln!("  (run with -v for the cause chain)");
@@ -41,8 +42,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr and never carry what the model reads or keys: the
-/// terminal view is rendered separately from events.
+/// Logs go to stderr, redacted (`logging`): the terminal view is rendered
+/// separately from events.
 fn init_tracing(global: &cli::GlobalArgs) {
     let default = match (global.quiet, global.verbose) {
         (true, _) => "error",
@@ -54,7 +55,7 @@ fn init_tracing(global: &cli::GlobalArgs) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| logging::RedactingStderr)
         .with_target(false)
         .try_init();
 }

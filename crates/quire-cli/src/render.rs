@@ -81,6 +81,11 @@ pub struct Renderer {
 
 impl Renderer {
     pub fn render(&self, event: &Event) -> Option<String> {
+        // Redact the event before rendering, not only the finished text:
+        // previews cut strings short, and a secret cut in half no longer
+        // matches its exact value or its key shape.
+        let redacted = redact_event(&self.redactor, event);
+        let event = redacted.as_ref().unwrap_or(event);
         let s = &self.style;
         let text = match &event.kind {
             EventKind::SessionStarted {
@@ -221,6 +226,23 @@ impl Renderer {
                 "read" => return None,
                 _ => s.dim(&format!("notes ({via}): {}", ids.join(", "))),
             },
+            EventKind::Sandbox { enforced, detail } => {
+                if *enforced {
+                    return None;
+                }
+                s.yellow(&format!("sandbox off: {detail}"))
+            }
+            EventKind::CommandDecision {
+                command,
+                decision,
+                reason,
+            } => {
+                let line = format!("command {decision} ({reason}): {}", first_line(command));
+                match decision.as_str() {
+                    "allowed" | "approved" => s.dim(&line),
+                    _ => s.yellow(&line),
+                }
+            }
             EventKind::SessionEnded {
                 status,
                 outcome,
@@ -277,6 +299,14 @@ impl EventSink for TerminalSink {
         }
         Ok(())
     }
+}
+
+/// The event with every string redacted; `None` only if the event does not
+/// survive a JSON round trip (then the rendered text is still redacted whole).
+fn redact_event(redactor: &Redactor, event: &Event) -> Option<Event> {
+    let mut value = serde_json::to_value(event).ok()?;
+    redactor.redact_json(&mut value);
+    serde_json::from_value(value).ok()
 }
 
 fn first_line(text: &str) -> String {
@@ -379,6 +409,20 @@ mod tests {
         });
         let text = r.render(&ev).unwrap();
         assert!(!text.contains("abcdefghijklmnop"), "{text}");
+    }
+
+    #[test]
+    fn secrets_cut_short_by_a_preview_are_still_redacted() {
+        let mut r = plain();
+        r.redactor.add_secret("plainvalue-QQ-31415926-zebra");
+        let pattern = format!("{}|plainvalue-QQ-31415926-zebra", "x".repeat(40));
+        let ev = Event::now(EventKind::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "search".into(),
+            arguments: serde_json::json!({ "pattern": pattern }).to_string(),
+        });
+        let text = r.render(&ev).unwrap();
+        assert!(!text.contains("plainvalue-QQ"), "{text}");
     }
 
     #[test]

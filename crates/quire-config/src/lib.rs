@@ -13,8 +13,8 @@ mod template;
 pub use error::ConfigError;
 pub use load::{AgentSource, Loader, Override, builtin_agent_files, locate_agent};
 pub use schema::{
-    AgentConfig, ContextConfig, FinishConfig, GuidanceConfig, Limits, ModelConfig, NotesConfig,
-    Pricing, PromptSection, Prompts, Provider, Reminder, TestsConfig, ToolCalling, ToolRoles,
-    ToolText,
+    AgentConfig, CommandApproval, CommandsConfig, ContextConfig, FinishConfig, GuidanceConfig,
+    Limits, ModelConfig, NotesConfig, Pricing, PromptSection, Prompts, Provider, Reminder,
+    TestsConfig, ToolCalling, ToolRoles, ToolText,
 };
 pub use template::render;

@@ -6,8 +6,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ConfigError;
 use crate::schema::{
-    AgentConfig, ContextConfig, FinishConfig, GuidanceConfig, Limits, ModelConfig, NotesConfig,
-    Pricing, PromptSection, Prompts, Reminder, TestsConfig, ToolRoles, ToolText,
+    AgentConfig, CommandsConfig, ContextConfig, FinishConfig, GuidanceConfig, Limits, ModelConfig,
+    NotesConfig, Pricing, PromptSection, Prompts, Reminder, SandboxConfig, TestsConfig, ToolRoles,
+    ToolText,
 };
 
 mod builtin {
@@ -155,6 +156,10 @@ struct AgentFile {
     finish: FinishConfig,
     #[serde(default)]
     notes: NotesConfig,
+    #[serde(default)]
+    commands: CommandsConfig,
+    #[serde(default)]
+    sandbox: SandboxConfig,
     #[serde(default)]
     pricing: Pricing,
     prompts: PromptFiles,
@@ -457,6 +462,8 @@ fn resolve(
         tests: file.tests,
         finish: file.finish,
         notes: file.notes,
+        commands: file.commands,
+        sandbox: file.sandbox,
         extensions: file.extensions,
         prompts,
         tools,
@@ -536,5 +543,7 @@ default_from_serde!(
     ToolRoles,
     TestsConfig,
     FinishConfig,
-    NotesConfig
+    NotesConfig,
+    CommandsConfig,
+    SandboxConfig
 );

@@ -216,6 +216,57 @@ pub struct NotesConfig {
     pub secret_env: Vec<String>,
 }
 
+/// How `run_command` asks before running a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandApproval {
+    /// Ask for every command that is not denied.
+    Ask,
+    /// Run allowlisted commands; ask for the rest.
+    #[default]
+    AskUnlisted,
+    /// Never ask: run allowlisted commands, deny the rest (eval runs always
+    /// behave like this, since nobody is there to answer).
+    Never,
+}
+
+/// The `run_command` tool's policy (the `commands` extension, off unless
+/// listed in `extensions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandsConfig {
+    /// Commands that run without asking: patterns where `*` matches any
+    /// text, against the whole trimmed command (e.g. "cargo check*").
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Commands that are always refused, same pattern syntax. Checked first.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    #[serde(default)]
+    pub approval: CommandApproval,
+    /// Default wall-clock limit; a call may ask for less, never more.
+    #[serde(default = "defaults::command_timeout_secs")]
+    pub timeout_secs: u64,
+    #[serde(default = "defaults::command_output_cap_bytes")]
+    pub output_cap_bytes: u64,
+}
+
+/// Confinement of the processes the agent starts (tests, `run_command`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Landlock on Linux where the kernel has it: writes only in the
+    /// session copy (the original during post-apply tests) and temp.
+    #[serde(default = "defaults::yes")]
+    pub enabled: bool,
+    /// Allow TCP connect/bind (blocked by default where the kernel can).
+    #[serde(default)]
+    pub network: bool,
+    /// More folders processes may write to (e.g. a build cache).
+    #[serde(default)]
+    pub writable: Vec<String>,
+}
+
 /// Prices per million tokens, for cost estimates.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -295,6 +346,8 @@ pub struct AgentConfig {
     pub tests: TestsConfig,
     pub finish: FinishConfig,
     pub notes: NotesConfig,
+    pub commands: CommandsConfig,
+    pub sandbox: SandboxConfig,
     /// Extension names in the order their callbacks run.
     pub extensions: Vec<String>,
     pub prompts: Prompts,
@@ -443,6 +496,12 @@ pub(crate) mod defaults {
     }
     pub fn test_tools() -> Vec<String> {
         vec!["run_tests".into()]
+    }
+    pub fn command_timeout_secs() -> u64 {
+        120
+    }
+    pub fn command_output_cap_bytes() -> u64 {
+        100_000
     }
     pub fn test_timeout_secs() -> u64 {
         300

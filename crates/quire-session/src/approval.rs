@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use crate::error::SessionError;
@@ -26,6 +28,23 @@ pub enum Decision {
 #[async_trait]
 pub trait Approver: Send + Sync {
     async fn review(&self, change: &ProposedChange) -> Result<Decision, SessionError>;
+
+    /// May `run_command` run `command`, which the policy leaves to a
+    /// person? `None`: nobody can be asked, so it is refused (the default:
+    /// eval runs and `--yes` never ask).
+    async fn approve_command(&self, _command: &str) -> Option<bool> {
+        None
+    }
+}
+
+/// An [`Approver`] seen as the `commands` extension's approver.
+pub(crate) struct CommandApproval(pub Arc<dyn Approver>);
+
+#[async_trait]
+impl quire_tools::CommandApprover for CommandApproval {
+    async fn ask(&self, command: &str) -> Option<bool> {
+        self.0.approve_command(command).await
+    }
 }
 
 /// Approves everything: `--yes` and non-interactive eval runs.

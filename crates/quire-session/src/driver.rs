@@ -192,9 +192,11 @@ impl Runner {
         ctx.emit(EventKind::SystemPrompt {
             content: ctx.system_prompt.clone(),
         })?;
+        let (enforced, detail) = quire_tools::sandbox_note(&self.config);
+        ctx.emit(EventKind::Sandbox { enforced, detail })?;
         let first = self.first_message(&info, &copy);
         ctx.push_user("task", first)?;
-        let agent = self.agent(&id, &copy, &info)?;
+        let agent = self.agent(&id, &copy, &info, &options.approver)?;
         agent.start(&mut ctx).await?;
         let mut live = Live {
             id,
@@ -255,7 +257,7 @@ impl Runner {
         ctx.iteration = row.totals.iterations;
         ctx.usage = row.totals.usage;
         ctx.tool_calls = row.totals.tool_calls;
-        let agent = self.agent(&row.id, &copy, &info)?;
+        let agent = self.agent(&row.id, &copy, &info, &options.approver)?;
         agent.start(&mut ctx).await?;
         let mut live = Live {
             id: row.id.clone(),
@@ -274,6 +276,7 @@ impl Runner {
         id: &SessionId,
         copy: &Arc<SessionCopy>,
         info: &WorkspaceInfo,
+        approver: &Arc<dyn Approver>,
     ) -> Result<Agent, SessionError> {
         let parts = SessionParts {
             copy: copy.clone(),
@@ -284,6 +287,7 @@ impl Runner {
             project: info.project.clone(),
             notes: self.home.notes_paths(&self.config),
             redactor: self.redactor.clone(),
+            command_approver: Arc::new(crate::approval::CommandApproval(approver.clone())),
         };
         let extensions = build_extensions(&self.config, &parts)?;
         Ok(Agent::new(self.client.clone(), extensions, &self.config)?)
@@ -482,6 +486,8 @@ impl Runner {
             timeout: Duration::from_secs(tests.timeout_secs),
             output_cap_bytes: tests.output_cap_bytes as usize,
             env: vec![("PYTHONDONTWRITEBYTECODE".into(), "1".into())],
+            // Post-apply tests run in the original: confine writes to it.
+            sandbox: quire_tools::process_sandbox(&live.ctx.config, &live.info.root),
         };
         let started = Instant::now();
         let output = run_command(&command, &live.info.root, &opts)

@@ -9,7 +9,7 @@ use quire_core::Extension;
 use quire_core::extensions::ProtocolExtension;
 use quire_llm::ModelClient;
 use quire_notes::{NotesExtension, NotesPaths, RETRIEVAL_TOOLS, RetrievalSettings};
-use quire_tools::{Finisher, TestRunner, WorkspaceTools};
+use quire_tools::{CommandApprover, CommandRunner, Finisher, TestRunner, WorkspaceTools};
 use quire_types::Redactor;
 use quire_workspace::SessionCopy;
 
@@ -25,6 +25,7 @@ pub const KNOWN_EXTENSIONS: &[&str] = &[
     "memory",
     "notes",
     "guidance",
+    "commands",
 ];
 
 /// Extensions that reshape each request; `context` must come before them,
@@ -59,6 +60,8 @@ pub struct SessionParts {
     pub notes: NotesPaths,
     /// Secrets never written into notes.
     pub redactor: Redactor,
+    /// Asked about `run_command` calls the policy does not settle.
+    pub command_approver: Arc<dyn CommandApprover>,
 }
 
 /// Builds the extensions an agent config lists, in its order.
@@ -89,6 +92,7 @@ pub fn build_extensions(
                 "workspace_tools" => Arc::new(WorkspaceTools::new(copy)),
                 "tests" => Arc::new(TestRunner::new(copy, parts.test_command.clone())),
                 "finish" => Arc::new(Finisher::new(copy)),
+                "commands" => Arc::new(CommandRunner::new(copy, parts.command_approver.clone())),
                 "memory" => Arc::new(MemoryExtension::new(memory.clone())),
                 "notes" => Arc::new(NotesExtension::new(
                     parts.notes.clone(),

@@ -24,6 +24,7 @@
 //! ```
 
 mod anthropic;
+pub mod fuzz;
 mod invariants;
 mod openai;
 mod request;

@@ -9,6 +9,7 @@
 //! tools learn (files read and edited, the last test run) lives in
 //! [`WorkspaceState`] in `ctx.state`, for reminders and the session driver.
 
+mod commands;
 mod edit;
 mod finish;
 mod list;
@@ -30,8 +31,9 @@ use async_trait::async_trait;
 use quire_config::{AgentConfig, render};
 use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
 
-use quire_workspace::SessionCopy;
+use quire_workspace::{Sandbox, SandboxStatus, SessionCopy};
 
+pub use commands::{CommandApprover, NobodyToAsk, Verdict, dangerous, glob_match, judge};
 pub use list::render_tree;
 
 /// The tools each extension of this crate declares, by extension name, so a
@@ -51,6 +53,7 @@ pub fn tools_by_extension() -> &'static [(&'static str, &'static [&'static str])
         ),
         (TestRunner::NAME, &[run_tests::TOOL]),
         (Finisher::NAME, &[finish::TOOL]),
+        (CommandRunner::NAME, &[commands::TOOL]),
     ]
 }
 pub use state::{TestSummary, WorkspaceState};
@@ -219,6 +222,87 @@ impl Extension for Finisher {
             unknown_tool(&ctx.config, tool, &self.tools())
         };
         capped(&ctx.config, tool, out)
+    }
+}
+
+/// `run_command`: shell commands in the session copy under the `[commands]`
+/// policy. Off unless `commands` is listed in `extensions`.
+pub struct CommandRunner {
+    copy: Arc<SessionCopy>,
+    approver: Arc<dyn CommandApprover>,
+}
+
+impl CommandRunner {
+    /// The extension name used in agent.toml `extensions`.
+    pub const NAME: &'static str = "commands";
+
+    pub fn new(copy: Arc<SessionCopy>, approver: Arc<dyn CommandApprover>) -> CommandRunner {
+        CommandRunner { copy, approver }
+    }
+}
+
+#[async_trait]
+impl Extension for CommandRunner {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn tools(&self) -> Vec<&'static str> {
+        vec![commands::TOOL]
+    }
+
+    async fn execute(&self, ctx: &mut Ctx, action: &Action) -> ToolOutput {
+        let tool = action.call.name.as_str();
+        let out = if tool == commands::TOOL {
+            commands::run(&self.copy, &self.approver, ctx, &action.args).await
+        } else {
+            unknown_tool(&ctx.config, tool, &self.tools())
+        };
+        capped(&ctx.config, tool, out)
+    }
+}
+
+/// The sandbox for a process started in `root` (the session copy, or the
+/// original for post-apply tests), from `[sandbox]`; `None` when turned off.
+/// Where the kernel cannot confine, the process runs unconfined: the
+/// session records that once ([`sandbox_note`]).
+pub fn process_sandbox(config: &AgentConfig, root: &std::path::Path) -> Option<Sandbox> {
+    if !config.sandbox.enabled {
+        return None;
+    }
+    let mut sandbox = Sandbox::confined_to(root, config.sandbox.network);
+    sandbox
+        .writable
+        .extend(config.sandbox.writable.iter().map(std::path::PathBuf::from));
+    Some(sandbox)
+}
+
+/// Whether processes will be confined, and how or why not, for the
+/// session's `Sandbox` event. Warns on stderr once per process when the
+/// sandbox is wanted but the kernel cannot provide it.
+pub fn sandbox_note(config: &AgentConfig) -> (bool, String) {
+    if !config.sandbox.enabled {
+        return (false, "turned off by sandbox.enabled = false".into());
+    }
+    match quire_workspace::sandbox_status() {
+        SandboxStatus::Available { abi, network } => {
+            let net = match (config.sandbox.network, network) {
+                (true, _) => "network allowed",
+                (false, true) => "network blocked",
+                (false, false) => "network NOT blocked (Landlock ABI < 4)",
+            };
+            (
+                true,
+                format!("Landlock ABI {abi}: writes confined to the workspace and temp; {net}"),
+            )
+        }
+        SandboxStatus::Unavailable(why) => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!("processes run unconfined: {why}");
+            });
+            (false, why.clone())
+        }
     }
 }
 

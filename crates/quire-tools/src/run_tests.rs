@@ -26,6 +26,7 @@ pub(crate) async fn run(copy: &SessionCopy, command: Option<&str>, ctx: &mut Ctx
         timeout: Duration::from_secs(config.tests.timeout_secs),
         output_cap_bytes: usize::try_from(config.tests.output_cap_bytes).unwrap_or(usize::MAX),
         env: vec![("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string())],
+        sandbox: crate::process_sandbox(&config, copy.root()),
     };
     let started = Instant::now();
     let output = match run_command(command, copy.root(), &options).await {

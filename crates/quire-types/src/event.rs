@@ -153,6 +153,21 @@ pub enum EventKind {
         via: String,
         ids: Vec<String>,
     },
+    /// Whether the processes of this session (tests, commands) run
+    /// confined: recorded once at session start. `detail` says how, or
+    /// why not (no Landlock, turned off in the config).
+    Sandbox {
+        enforced: bool,
+        detail: String,
+    },
+    /// A `run_command` policy decision: `allowed` (allowlisted), `approved`
+    /// or `denied` (asked), `refused` (denylisted, dangerous, or nobody to
+    /// ask); `reason` says which rule decided.
+    CommandDecision {
+        command: String,
+        decision: String,
+        reason: String,
+    },
     SessionEnded {
         status: String,
         outcome: String,
@@ -185,6 +200,8 @@ impl EventKind {
             EventKind::HistoryReplaced { .. } => "history_replaced",
             EventKind::Error { .. } => "error",
             EventKind::NotesRetrieved { .. } => "notes_retrieved",
+            EventKind::CommandDecision { .. } => "command_decision",
+            EventKind::Sandbox { .. } => "sandbox",
             EventKind::SessionEnded { .. } => "session_ended",
         }
     }

@@ -49,6 +49,14 @@ impl Redactor {
         }
     }
 
+    /// Adds every exact value `other` knows (a process serving several
+    /// configs masks the secrets of all of them).
+    pub fn merge(&mut self, other: &Redactor) {
+        for value in &other.values {
+            self.add_secret(value.clone());
+        }
+    }
+
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();
         for value in &self.values {
@@ -173,6 +181,19 @@ mod tests {
         let r = Redactor::new();
         let red = r.redact("clé → ghp_abcdefghijklmnopqrstuvwxyz0123 ünd");
         assert_eq!(red, "clé → [REDACTED] ünd");
+    }
+
+    #[test]
+    fn merged_values_are_masked() {
+        let mut a = Redactor::new();
+        a.add_secret("first-secret-value");
+        let mut b = Redactor::new();
+        b.add_secret("second-secret-value");
+        a.merge(&b);
+        assert_eq!(
+            a.redact("first-secret-value second-secret-value"),
+            "[REDACTED] [REDACTED]"
+        );
     }
 
     #[test]

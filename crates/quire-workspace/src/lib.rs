@@ -21,6 +21,7 @@ mod fsutil;
 mod guard;
 mod manifest;
 mod process;
+mod sandbox;
 mod walk;
 
 pub use apply::{AppliedChange, ApplyError, Conflict, ConflictReason};
@@ -37,3 +38,4 @@ pub fn relative_path(root: &std::path::Path, path: &std::path::Path) -> String {
 }
 pub use manifest::{Manifest, ManifestEntry, SkipReason, Skipped};
 pub use process::{CommandOutput, ProcessError, RunOptions, run_command};
+pub use sandbox::{Sandbox, SandboxStatus, status as sandbox_status};

@@ -22,6 +22,9 @@ pub struct RunOptions {
     pub output_cap_bytes: usize,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
+    /// Confine writes (and the network) with Landlock where the kernel
+    /// allows; `None` runs unconfined.
+    pub sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 impl Default for RunOptions {
@@ -30,6 +33,7 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(300),
             output_cap_bytes: 64 * 1024,
             env: Vec::new(),
+            sandbox: None,
         }
     }
 }
@@ -218,11 +222,32 @@ pub async fn run_command(
     for (k, v) in &opts.env {
         command.env(k, v);
     }
+    // Built in the parent and kept alive until the child has exec'd; the
+    // child only applies it (see `sandbox`).
+    let ruleset = match &opts.sandbox {
+        Some(sandbox) => match crate::sandbox::Ruleset::build(sandbox) {
+            Ok(ruleset) => ruleset,
+            Err(err) => {
+                tracing::warn!(%err, "sandbox could not be built; running unconfined");
+                None
+            }
+        },
+        None => None,
+    };
+    if let Some(ruleset) = &ruleset {
+        let raw = ruleset.raw_fd();
+        // SAFETY: the hook runs in the forked child before exec and only
+        // makes two async-signal-safe syscalls on an inherited fd.
+        unsafe {
+            command.pre_exec(move || crate::sandbox::restrict_self(raw));
+        }
+    }
     let mut child = command.spawn().map_err(|source| ProcessError::Spawn {
         command: cmd.to_string(),
         cwd: cwd.to_path_buf(),
         source,
     })?;
+    drop(ruleset);
     let guard = GroupGuard {
         pgid: child.id().and_then(|id| i32::try_from(id).ok()),
     };

@@ -10,6 +10,7 @@ fn opts(timeout_ms: u64, cap: usize) -> RunOptions {
         timeout: Duration::from_millis(timeout_ms),
         output_cap_bytes: cap,
         env: Vec::new(),
+        sandbox: None,
     }
 }
 

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use quire_core::Interrupt;
 use quire_evals::{
     CheckOptions, Comparison, EvalRunner, Progress, RunPlan, RunReport, Settings, Suite, TaskCheck,
     check_suite, create_run, short_hash, tokens_text,
@@ -125,25 +124,6 @@ fn check_line(style: &Style, t: &TaskCheck) -> String {
     )
 }
 
-/// A stop signal wired to Ctrl-C: the first press stops the run cleanly
-/// (resumable); a second one exits at once.
-fn ctrl_c_stop() -> Interrupt {
-    let stop = Interrupt::new();
-    let signal = stop.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "\ninterrupting: stopping the running attempts (Ctrl-C again to quit at once)"
-            );
-            signal.trigger();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
-    stop
-}
-
 /// The agent as a resume will find it again from any directory: its
 /// folder, absolute, or the name for the built-in one.
 fn agent_spec(global: &GlobalArgs, config: &quire_config::AgentConfig) -> String {
@@ -254,7 +234,9 @@ async fn execute(
     });
     let evals = EvalRunner::new(runner, store, home.root().join("evals"))
         .with_progress(progress)
-        .with_stop(ctrl_c_stop());
+        .with_stop(super::ctrl_c_interrupt(
+            "interrupting: stopping the running attempts",
+        ));
     let end = evals.execute(&run.id, suite, settings).await?;
     let report = RunReport::new(end.run.clone(), end.results.clone());
     if global.json {

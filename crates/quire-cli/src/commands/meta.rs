@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use quire_config::{AgentConfig, AgentSource, Override, locate_agent};
-use quire_core::Interrupt;
 use quire_evals::Suite;
 use quire_llm::ModelClient;
 use quire_meta::generation::{Lineage, Status};
@@ -87,23 +86,6 @@ fn meta_model(
     Ok(meta)
 }
 
-fn ctrl_c_stop() -> Interrupt {
-    let stop = Interrupt::new();
-    let signal = stop.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "\ninterrupting: the running evaluation stops (Ctrl-C again to quit at once)"
-            );
-            signal.trigger();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
-    stop
-}
-
 fn sayer(global: &GlobalArgs) -> Say {
     let live = !global.quiet && !global.json;
     Arc::new(move |line: &str| {
@@ -126,7 +108,7 @@ fn evaluator(
         clients: agent_clients(),
         jobs: jobs.max(1) as usize,
         timeout: Duration::from_secs(timeout.max(1)),
-        stop: ctrl_c_stop(),
+        stop: super::ctrl_c_interrupt("interrupting: the running evaluation stops"),
     }))
 }
 

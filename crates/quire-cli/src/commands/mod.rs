@@ -26,3 +26,20 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Meta(cmd) => meta::meta(&global, cmd).await,
     }
 }
+
+/// A stop signal wired to Ctrl-C: the first press triggers a clean stop
+/// (`message` says what that means here); a second one exits at once.
+pub(crate) fn ctrl_c_interrupt(message: &'static str) -> quire_core::Interrupt {
+    let interrupt = quire_core::Interrupt::new();
+    let signal = interrupt.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\n{message} (Ctrl-C again to quit at once)");
+            signal.trigger();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    interrupt
+}

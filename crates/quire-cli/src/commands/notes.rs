@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use quire_config::AgentConfig;
-use quire_core::Interrupt;
 use quire_notes::{
     BrokenNote, Distiller, JobOutcome, JobReport, Kind, Note, NoteFilter, Notes, Scope,
     SearchQuery, Status, SyncReport,
@@ -600,19 +599,6 @@ fn distiller(o: Opened) -> Result<Distiller> {
     )?)
 }
 
-/// Ctrl-C stops at the next safe point: the current job goes back to the queue.
-fn ctrl_c() -> Interrupt {
-    let interrupt = Interrupt::new();
-    let signal = interrupt.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nstopping: the current job goes back to the queue");
-            signal.trigger();
-        }
-    });
-    interrupt
-}
-
 fn print_report(global: &GlobalArgs, style: Style, report: &JobReport) {
     if global.json {
         println!("{}", serde_json::to_string(report).unwrap_or_default());
@@ -654,7 +640,7 @@ async fn distill(
         return Ok(ExitCode::SUCCESS);
     }
     let distiller = distiller(o)?;
-    let interrupt = ctrl_c();
+    let interrupt = super::ctrl_c_interrupt("stopping: the current job goes back to the queue");
     let mut failed = false;
     match session {
         Some(prefix) => {
@@ -703,7 +689,7 @@ async fn distill(
 async fn watch(global: &GlobalArgs, o: Opened, poll: u64) -> Result<ExitCode> {
     let style = o.style;
     let distiller = distiller(o)?;
-    let interrupt = ctrl_c();
+    let interrupt = super::ctrl_c_interrupt("stopping: the current job goes back to the queue");
     if !global.quiet && !global.json {
         println!(
             "watching for sessions to distill every {poll}s (worker {}); Ctrl-C stops",

@@ -2,7 +2,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Result;
-use quire_core::{EventSink, Interrupt};
+use quire_core::EventSink;
 use quire_session::{
     Approver, AutoApprove, RunOptions, Runner, SessionReport, WorkspaceChoices, WorkspaceInfo,
 };
@@ -148,17 +148,7 @@ pub fn options(
     redactor: &quire_types::Redactor,
     review: &ReviewArgs,
 ) -> RunOptions {
-    let interrupt = Interrupt::new();
-    let signal = interrupt.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ninterrupting: saving the session (Ctrl-C again to quit at once)");
-            signal.trigger();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
+    let interrupt = super::ctrl_c_interrupt("interrupting: saving the session");
     let style = Style::detect();
     let approver: Arc<dyn Approver> = if review.yes {
         Arc::new(AutoApprove)
