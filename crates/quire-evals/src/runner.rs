@@ -341,7 +341,7 @@ impl EvalRunner {
     ) -> Result<RunEnd, EvalError> {
         let run_dir = self.run_dir(run_id);
         std::fs::create_dir_all(&run_dir).map_err(|e| EvalError::io(&run_dir, e))?;
-        let _lock = RunLock::acquire(&run_dir, run_id)?;
+        let _lock = lock_run(&run_dir, run_id)?;
         let run = with_store(&self.store, |s| s.get_eval_run(run_id))?
             .ok_or_else(|| EvalError::RunNotFound(run_id.to_string()))?;
         let results = with_store(&self.store, |s| s.eval_results(run_id))?;
@@ -733,36 +733,15 @@ fn record_tests(
     }
 }
 
-/// One live process per run: a pid file honoured by `resume`.
-struct RunLock {
-    path: PathBuf,
-}
-
-impl RunLock {
-    fn acquire(dir: &Path, run: &str) -> Result<RunLock, EvalError> {
-        let path = dir.join("lock");
-        let holder = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|text| text.trim().parse::<u32>().ok())
-            .filter(|pid| {
-                *pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()
-            });
-        if let Some(pid) = holder {
-            return Err(EvalError::RunLocked {
-                run: run.to_string(),
-                pid,
-            });
-        }
-        std::fs::write(&path, std::process::id().to_string())
-            .map_err(|e| EvalError::io(&path, e))?;
-        Ok(RunLock { path })
-    }
-}
-
-impl Drop for RunLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
+/// One live process per eval run.
+fn lock_run(dir: &Path, run: &str) -> Result<quire_workspace::PidLock, EvalError> {
+    quire_workspace::PidLock::acquire(dir).map_err(|err| match err {
+        quire_workspace::LockError::Held { pid, .. } => EvalError::RunLocked {
+            run: run.to_string(),
+            pid,
+        },
+        quire_workspace::LockError::Io { path, source } => EvalError::io(&path, source),
+    })
 }
 
 #[cfg(test)]

@@ -179,7 +179,7 @@ impl Runner {
                 metadata: serde_json::json!({ "test_command": info.test_command }),
             })
         })?;
-        let _lock = SessionLock::acquire(&dir)?;
+        let _lock = lock_session(&dir)?;
         let mut ctx = Ctx::new(self.config.clone(), self.sink(&id, &options.sinks));
         ctx.emit(EventKind::SessionStarted {
             task: info.task.clone(),
@@ -221,7 +221,7 @@ impl Runner {
             .ok_or_else(|| SessionError::SessionNotFound(id_prefix.to_string()))?;
         check_resumable(&row)?;
         let dir = self.home.session_dir(row.id.as_str());
-        let _lock = SessionLock::acquire(&dir)?;
+        let _lock = lock_session(&dir)?;
         restore_unverified_apply(&dir.join("apply-backup"))?;
         let events = self.with_store(|s| s.events(&row.id))?;
         let events: Vec<_> = events.into_iter().map(|e| e.event).collect();
@@ -651,37 +651,17 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
     Ok(())
 }
 
-/// One live process per session: a pid file that a second process (or a
-/// resume while the first still runs) respects.
-struct SessionLock {
-    path: PathBuf,
-}
-
-impl SessionLock {
-    fn acquire(dir: &Path) -> Result<SessionLock, SessionError> {
-        let path = dir.join("lock");
-        let holder = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|text| text.trim().parse::<u32>().ok())
-            .filter(|pid| {
-                *pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()
-            });
-        if let Some(pid) = holder {
-            return Err(SessionError::NotResumable {
-                id: dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                reason: format!("process {pid} is still running it"),
-            });
-        }
-        write_atomic(&path, std::process::id().to_string().as_bytes())?;
-        Ok(SessionLock { path })
-    }
-}
-
-impl Drop for SessionLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
+/// One live process per session: a resume refuses while another process
+/// still drives it.
+fn lock_session(dir: &Path) -> Result<quire_workspace::PidLock, SessionError> {
+    quire_workspace::PidLock::acquire(dir).map_err(|err| match err {
+        quire_workspace::LockError::Held { pid, .. } => SessionError::NotResumable {
+            id: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            reason: format!("process {pid} is still running it"),
+        },
+        quire_workspace::LockError::Io { path, source } => SessionError::Io { path, source },
+    })
 }

@@ -129,11 +129,7 @@ impl Store {
         self.conn
             .busy_timeout(BUSY_TIMEOUT)
             .map_err(|source| self.sqlite("setting busy timeout", source))?;
-        // The first statement that reads the file: a corrupt one fails here.
-        let mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(|source| self.sqlite("enabling WAL journal mode", source))?;
+        let mode = self.enable_wal()?;
         if self.path.is_some() && !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(db = %self.db, mode, "WAL journal mode unavailable; concurrent use will be slower");
         }
@@ -144,6 +140,36 @@ impl Store {
             .pragma_update(None, "foreign_keys", "ON")
             .map_err(|source| self.sqlite("enabling foreign keys", source))?;
         schema::migrate(&self.conn, &self.db)
+    }
+
+    /// Puts the file in WAL mode. WAL is a property of the file, so a store
+    /// opened before leaves nothing to do; switching needs a moment of
+    /// exclusive access, for which SQLite does not wait on its own, so two
+    /// processes creating the same data home at once retry here.
+    fn enable_wal(&self) -> Result<String, StoreError> {
+        // The first statement that reads the file: a corrupt one fails here.
+        let current: String = self
+            .conn
+            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+            .map_err(|source| self.sqlite("reading journal mode", source))?;
+        if current.eq_ignore_ascii_case("wal") || self.path.is_none() {
+            return Ok(current);
+        }
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match self.conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
+                row.get::<_, String>(0)
+            }) {
+                Ok(mode) => return Ok(mode),
+                Err(rusqlite::Error::SqliteFailure(err, _))
+                    if err.code == rusqlite::ErrorCode::DatabaseBusy
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(source) => return Err(self.sqlite("enabling WAL journal mode", source)),
+            }
+        }
     }
 
     /// Turns "file is not a database"-style failures at open into

@@ -19,6 +19,7 @@ mod digest;
 mod error;
 mod fsutil;
 mod guard;
+mod lock;
 mod manifest;
 mod process;
 mod sandbox;
@@ -30,6 +31,7 @@ pub use diff::{ChangeKind, Content, FileChange, unified_diff};
 pub use digest::{Runner, TestDigest, digest_test_output};
 pub use error::WorkspaceError;
 pub use guard::PathError;
+pub use lock::{LockError, PidLock};
 
 /// `path` relative to `root`, `/`-separated (`.` for the root itself); a
 /// path outside `root` comes back whole. One spelling for every listing.

@@ -15,12 +15,27 @@ fn opts(sandbox: Option<Sandbox>) -> RunOptions {
     }
 }
 
-/// Folders outside /tmp (which the sandbox leaves writable).
+/// Folders outside the system temp dir (which the sandbox leaves
+/// writable). The target dir is not enough: a checkout may itself live under
+/// /tmp, so take the first candidate that is outside it.
 fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
-    let base = env!("CARGO_TARGET_TMPDIR");
+    let temp = std::env::temp_dir()
+        .canonicalize()
+        .unwrap_or_else(|_| std::env::temp_dir());
+    let candidates = [
+        std::env::var_os("HOME").map(std::path::PathBuf::from),
+        Some(std::path::PathBuf::from("/var/tmp")),
+        Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+    ];
+    let base = candidates
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.canonicalize().ok())
+        .find(|p| !p.starts_with(&temp) && tempfile::tempdir_in(p).is_ok())
+        .expect("a writable folder outside the temp dir");
     (
-        tempfile::tempdir_in(base).unwrap(),
-        tempfile::tempdir_in(base).unwrap(),
+        tempfile::tempdir_in(&base).unwrap(),
+        tempfile::tempdir_in(&base).unwrap(),
     )
 }
 
