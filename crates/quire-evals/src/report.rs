@@ -38,6 +38,9 @@ pub struct ReportTotals {
     pub mean_tool_calls: f64,
     pub mean_wall_secs: f64,
     pub mean_cost_usd: f64,
+    /// Prompt plus completion tokens over all finished attempts.
+    pub total_tokens: u64,
+    pub total_wall_ms: u64,
     pub total_cost_usd: f64,
     /// Category → attempts.
     pub categories: BTreeMap<String, u32>,
@@ -45,7 +48,7 @@ pub struct ReportTotals {
 
 impl RunReport {
     pub fn new(run: EvalRunRow, results: Vec<EvalResultRow>) -> RunReport {
-        let totals = totals(&results);
+        let totals = ReportTotals::from_results(&results);
         RunReport {
             run,
             results,
@@ -211,6 +214,14 @@ impl RunReport {
     }
 }
 
+impl ReportTotals {
+    /// Figures over the finished attempts of a run (the meta-agent's
+    /// generation records use the same ones).
+    pub fn from_results(results: &[EvalResultRow]) -> ReportTotals {
+        totals(results)
+    }
+}
+
 fn totals(results: &[EvalResultRow]) -> ReportTotals {
     let done: Vec<&EvalResultRow> = results
         .iter()
@@ -243,6 +254,11 @@ fn totals(results: &[EvalResultRow]) -> ReportTotals {
         mean_tool_calls: m(&|r| f64::from(r.outcome.tool_calls)),
         mean_wall_secs: m(&|r| r.outcome.wall_ms as f64 / 1000.0),
         mean_cost_usd: m(&|r| r.outcome.cost_usd),
+        total_tokens: done
+            .iter()
+            .map(|r| r.outcome.usage.prompt_tokens + r.outcome.usage.completion_tokens)
+            .sum(),
+        total_wall_ms: done.iter().map(|r| r.outcome.wall_ms).sum(),
         total_cost_usd: done.iter().map(|r| r.outcome.cost_usd).sum(),
         categories,
     }

@@ -12,7 +12,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use quire_store::{EvalResultRow, EvalResultStatus};
+use quire_store::EvalResultRow;
 use serde::{Deserialize, Serialize};
 
 use crate::error::MetaError;
@@ -83,36 +83,19 @@ impl RunRecord {
         repeat: u32,
         results: &[EvalResultRow],
     ) -> RunRecord {
-        let done: Vec<&EvalResultRow> = results
-            .iter()
-            .filter(|r| r.status == EvalResultStatus::Done)
-            .collect();
-        let n = done.len() as u32;
-        let resolved = done.iter().filter(|r| r.outcome.resolved).count() as u32;
-        let total_tokens: u64 = done
-            .iter()
-            .map(|r| r.outcome.usage.prompt_tokens + r.outcome.usage.completion_tokens)
-            .sum();
+        let totals = quire_evals::ReportTotals::from_results(results);
         RunRecord {
             split: split.to_string(),
             run_id: run_id.to_string(),
             tasks: tasks.to_vec(),
             repeat,
-            done: n,
-            resolved,
-            resolve_rate: if n == 0 {
-                0.0
-            } else {
-                f64::from(resolved) / f64::from(n)
-            },
-            mean_tokens: if n == 0 {
-                0.0
-            } else {
-                total_tokens as f64 / f64::from(n)
-            },
-            total_tokens,
-            wall_ms: done.iter().map(|r| r.outcome.wall_ms).sum(),
-            cost_usd: done.iter().map(|r| r.outcome.cost_usd).sum(),
+            done: totals.done,
+            resolved: totals.resolved,
+            resolve_rate: totals.resolve_rate,
+            mean_tokens: totals.mean_tokens,
+            total_tokens: totals.total_tokens,
+            wall_ms: totals.total_wall_ms,
+            cost_usd: totals.total_cost_usd,
         }
     }
 
