@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use quire_testkit::fuzz::Rng;
+use quire_testkit::rng::Rng;
 use quire_testkit::{Fault, Reply, Script, ScriptedServer, call};
 use serde_json::json;
 

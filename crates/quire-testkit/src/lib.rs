@@ -28,6 +28,7 @@ pub mod fuzz;
 mod invariants;
 mod openai;
 mod request;
+pub mod rng;
 mod script;
 mod server;
 mod usage;
