@@ -355,12 +355,51 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// Reads a file named by `key` in `from`. A path that cannot be read (empty,
+/// a folder, not UTF-8) is reported against `from` and `key`, since a bare
+/// "Is a directory" would not say which setting is wrong.
 fn read_required(files: &Files, rel: &str, key: &str, from: &Path) -> Result<String, ConfigError> {
-    files.read(rel)?.ok_or_else(|| ConfigError::MissingFile {
+    if rel.trim().is_empty() {
+        return Err(ConfigError::InvalidFile {
+            path: from.to_path_buf(),
+            message: format!("`{key}` is empty: it must name a file in the agent folder"),
+        });
+    }
+    check_inside_agent(rel, key, from)?;
+    let text = files.read(rel).map_err(|err| match err {
+        ConfigError::Io { path, source } => ConfigError::InvalidFile {
+            path: from.to_path_buf(),
+            message: format!(
+                "`{key}` = {rel:?}: cannot read {}: {source}",
+                path.display()
+            ),
+        },
+        other => other,
+    })?;
+    text.ok_or_else(|| ConfigError::MissingFile {
         path: files.display(rel),
         key: key.to_string(),
         from: from.to_path_buf(),
     })
+}
+
+/// An agent folder is self-contained (generations copy it whole, the
+/// binary embeds it): its file settings must stay inside it.
+fn check_inside_agent(rel: &str, key: &str, from: &Path) -> Result<(), ConfigError> {
+    let path = Path::new(rel.trim());
+    let escapes = path.is_absolute()
+        || path
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir));
+    if rel.trim().is_empty() || escapes {
+        return Err(ConfigError::InvalidFile {
+            path: from.to_path_buf(),
+            message: format!(
+                "`{key}` = {rel:?}: it must be a relative path inside the agent folder"
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn resolve(
@@ -420,6 +459,7 @@ fn resolve(
     };
 
     let mut tools = BTreeMap::new();
+    check_inside_agent(&file.tools_dir, "tools_dir", agent_path)?;
     for rel in files.list_toml(&file.tools_dir)? {
         let text = read_required(files, &rel, "tools_dir", agent_path)?;
         let tool: ToolText = parse_located(&text, &files.display(&rel))?;
@@ -441,6 +481,7 @@ fn resolve(
     let messages_text = read_required(files, &file.messages, "messages", agent_path)?;
     let messages: BTreeMap<String, String> =
         parse_located(&messages_text, &files.display(&file.messages))?;
+    check_inside_agent(&file.reminders, "reminders", agent_path)?;
     let reminders: BTreeMap<String, Reminder> = match files.read(&file.reminders)? {
         Some(text) => parse_located(&text, &files.display(&file.reminders))?,
         None => BTreeMap::new(),

@@ -252,3 +252,29 @@ fn context_guidance_and_tool_roles_have_defaults_and_are_checked() {
         assert!(err.contains(key), "{bad}: {err}");
     }
 }
+
+#[test]
+fn file_settings_cannot_leave_the_agent_folder() {
+    // `tools_dir = ""` once listed `/*.toml`: the root of the filesystem.
+    for (key, value) in [
+        ("tools_dir", "\"\""),
+        ("tools_dir", "\"/etc\""),
+        ("messages", "\"../outside.toml\""),
+        ("reminders", "\"/etc/hostname\""),
+    ] {
+        let agent = scratch_agent();
+        let path = agent.path().join("agent.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{key} = {value}\n{text}")).unwrap();
+        let err = Loader::default()
+            .load(&AgentSource::Dir(agent.path().to_path_buf()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("agent.toml")
+                && err.contains(key)
+                && err.contains("inside the agent folder"),
+            "{key} = {value}: {err}"
+        );
+    }
+}

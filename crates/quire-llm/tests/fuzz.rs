@@ -1,32 +1,57 @@
-//! Fuzzing the text tool-call parser: the corpus in `tests/fuzz/text_protocol`
-//! and a few hundred deterministic mutants. No input panics; every rejection
-//! is an error that says where (`line N`).
+//! Fuzzing the text tool-call parser with proptest: the corpus in
+//! `tests/fuzz/text_protocol` as is, then mutants of it (see
+//! `quire_testkit::fuzz`). No input panics; every rejection says where
+//! (`line N`); accepted arguments are JSON objects; the id counter moves
+//! only on success. Failures are kept in the corpus folder's
+//! `proptest-regressions.txt` and replayed first.
 
-use std::path::Path;
-
+use proptest::prelude::*;
 use quire_llm::text_protocol::parse_tool_calls;
+use quire_testkit::fuzz;
+
+const TARGET: &str = "text_protocol";
+
+/// About 1–3 s in a debug build; `PROPTEST_CASES` overrides.
+const CASES: u32 = 10_000;
+
+fn check(input: &str) -> Result<(), TestCaseError> {
+    let mut counter = 0;
+    match parse_tool_calls(input, "t", &mut counter) {
+        Ok(out) => {
+            for call in &out.calls {
+                prop_assert!(!call.name.is_empty());
+                // Arguments handed on are always a JSON object.
+                let value: Result<serde_json::Value, _> = serde_json::from_str(&call.arguments);
+                prop_assert!(
+                    value.as_ref().is_ok_and(serde_json::Value::is_object),
+                    "arguments are not a JSON object: {}",
+                    call.arguments
+                );
+            }
+            prop_assert_eq!(counter as usize, out.calls.len());
+        }
+        Err(err) => {
+            let message = err.to_string();
+            prop_assert!(message.contains("line "), "no line in: {}", message);
+            prop_assert_eq!(counter, 0, "the counter moves only on success");
+        }
+    }
+    Ok(())
+}
 
 #[test]
-fn the_text_protocol_parser_never_panics_and_explains_rejections() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fuzz/text_protocol");
-    quire_testkit::fuzz::run(&dir, 0x7e57_0001, 2000, |input| {
-        let mut counter = 0;
-        match parse_tool_calls(input, "t", &mut counter) {
-            Ok(out) => {
-                for call in &out.calls {
-                    assert!(!call.name.is_empty());
-                    // Arguments handed on are always a JSON object.
-                    let value: serde_json::Value =
-                        serde_json::from_str(&call.arguments).expect("arguments are JSON");
-                    assert!(value.is_object(), "{}", call.arguments);
-                }
-                assert_eq!(counter as usize, out.calls.len());
-            }
-            Err(err) => {
-                let message = err.to_string();
-                assert!(message.contains("line "), "{message}");
-                assert_eq!(counter, 0, "the counter moves only on success");
-            }
-        }
+fn every_corpus_file_passes() {
+    fuzz::check_corpus(&fuzz::corpus(TARGET), |input| {
+        check(input).unwrap_or_else(|e| panic!("{e}"))
     });
+}
+
+proptest! {
+    #![proptest_config(fuzz::config(TARGET, CASES))]
+    #[test]
+    fn the_text_protocol_parser_never_panics_and_explains_rejections(
+        input in fuzz::inputs(&fuzz::corpus(TARGET))
+    ) {
+        check(&input)?;
+    }
 }

@@ -1,22 +1,42 @@
-//! Fuzzing note frontmatter parsing: the corpus in `tests/fuzz/frontmatter`
-//! and a few hundred deterministic mutants. No input panics; every rejection
-//! is an error with a message.
+//! Fuzzing note frontmatter parsing with proptest: the corpus in
+//! `tests/fuzz/frontmatter` as is, then mutants of it (see
+//! `quire_testkit::fuzz`). No input panics; every rejection has a message
+//! and a line. Failures are kept in the corpus folder's
+//! `proptest-regressions.txt` and replayed first.
 
-use std::path::Path;
+use proptest::prelude::*;
+use quire_testkit::fuzz;
+
+const TARGET: &str = "frontmatter";
+
+/// About 1–3 s in a debug build; `PROPTEST_CASES` overrides.
+const CASES: u32 = 10_000;
+
+fn check(input: &str) -> Result<(), TestCaseError> {
+    if let Err(err) = quire_notes::parse_note_text(input) {
+        prop_assert!(!err.message.trim().is_empty(), "empty message: {:?}", err);
+        prop_assert!(
+            err.line >= 1 || err.to_string().contains("line"),
+            "no line: {:?}",
+            err
+        );
+    }
+    Ok(())
+}
 
 #[test]
-fn frontmatter_parsing_never_panics_and_explains_rejections() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fuzz/frontmatter");
-    quire_testkit::fuzz::run(
-        &dir,
-        0x7e57_0002,
-        2000,
-        |input| match quire_notes::parse_note_text(input) {
-            Ok(_) => {}
-            Err(err) => {
-                assert!(!err.message.trim().is_empty(), "{err:?}");
-                assert!(err.line >= 1 || err.to_string().contains("line"), "{err:?}");
-            }
-        },
-    );
+fn every_corpus_file_passes() {
+    fuzz::check_corpus(&fuzz::corpus(TARGET), |input| {
+        check(input).unwrap_or_else(|e| panic!("{e}"))
+    });
+}
+
+proptest! {
+    #![proptest_config(fuzz::config(TARGET, CASES))]
+    #[test]
+    fn frontmatter_parsing_never_panics_and_explains_rejections(
+        input in fuzz::inputs(&fuzz::corpus(TARGET))
+    ) {
+        check(&input)?;
+    }
 }

@@ -1,25 +1,52 @@
-//! Fuzzing the patch parser, repairer and applier on the corpus in
-//! `tests/fuzz/patch` and deterministic mutants: no panic, every rejection
-//! an error with a message.
+//! Fuzzing the patch parser, repairer and applier with proptest: the corpus
+//! in `tests/fuzz/patch` as is, then mutants of it (see
+//! `quire_testkit::fuzz`). No input panics; every rejection has a message.
+//! Failures are kept in the corpus folder's `proptest-regressions.txt` and
+//! replayed first.
 
-use std::path::Path;
-
+use proptest::prelude::*;
 use quire_patch::{ApplyOptions, apply_patch, parse, repair};
+use quire_testkit::fuzz;
 
+const TARGET: &str = "patch";
+
+/// About 1–3 s in a debug build; `PROPTEST_CASES` overrides.
+const CASES: u32 = 10_000;
+
+/// The file every mutant is applied to (matches the corpus's paths loosely,
+/// so some hunks apply and some are rejected).
 const FILE: &str = "def f():\n    return 1\n\nx\n";
 
+fn check(input: &str) -> Result<(), TestCaseError> {
+    if let Err(err) = parse(input) {
+        prop_assert!(!err.to_string().trim().is_empty(), "empty parse error");
+    }
+    let repaired = repair(input);
+    if let Err(err) = parse(&repaired.patch_text) {
+        prop_assert!(
+            !err.to_string().trim().is_empty(),
+            "empty parse error after repair"
+        );
+    }
+    if let Err(err) = apply_patch(input, |_| Some(FILE.to_string()), &ApplyOptions::default()) {
+        prop_assert!(!err.to_string().trim().is_empty(), "empty apply error");
+    }
+    Ok(())
+}
+
 #[test]
-fn patch_parsing_repair_and_apply_never_panic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fuzz/patch");
-    quire_testkit::fuzz::run(&dir, 0x7e57_0004, 2000, |input| {
-        if let Err(err) = parse(input) {
-            assert!(!err.to_string().trim().is_empty());
-        }
-        let repaired = repair(input);
-        let _ = parse(&repaired.patch_text);
-        match apply_patch(input, |_| Some(FILE.to_string()), &ApplyOptions::default()) {
-            Ok(_) => {}
-            Err(err) => assert!(!err.to_string().trim().is_empty()),
-        }
+fn every_corpus_file_passes() {
+    fuzz::check_corpus(&fuzz::corpus(TARGET), |input| {
+        check(input).unwrap_or_else(|e| panic!("{e}"))
     });
+}
+
+proptest! {
+    #![proptest_config(fuzz::config(TARGET, CASES))]
+    #[test]
+    fn patch_parsing_repair_and_apply_never_panic(
+        input in fuzz::inputs(&fuzz::corpus(TARGET))
+    ) {
+        check(&input)?;
+    }
 }

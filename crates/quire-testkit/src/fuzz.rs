@@ -1,15 +1,26 @@
-//! A small deterministic mutation fuzzer for parsers, run as ordinary tests
-//! (`cargo test`): seeds from a corpus folder in the repo, mutated a few
-//! hundred times with a fixed PRNG, so a failure reproduces exactly and its
-//! input can be saved back into the corpus as a regression case.
+//! Proptest strategies for fuzzing parsers as ordinary tests (`cargo test`,
+//! so CI stays offline): seeds come from a corpus folder in the repo
+//! (`tests/fuzz/<target>/`), are mutated by index-based edits that shrink
+//! well, and failures are kept in that folder's `proptest-regressions.txt`
+//! so they are replayed on every later run.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::rng::Rng;
+use proptest::prelude::*;
+use proptest::sample::Index;
+use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
+
+/// Name of the regressions file proptest keeps in each corpus folder; it is
+/// not a seed.
+pub const REGRESSIONS: &str = "proptest-regressions.txt";
+
+/// Most mutations stacked on one seed.
+pub const MAX_MUTATIONS: usize = 6;
 
 /// Fragments that tend to break parsers: delimiters, quotes, escapes,
 /// odd whitespace and non-ASCII.
-const TOKENS: &[&str] = &[
+pub const TOKENS: &[&str] = &[
     "\n",
     "\r\n",
     "\t",
@@ -57,111 +68,305 @@ const TOKENS: &[&str] = &[
     "\\u00",
 ];
 
-/// One random mutation of `input`: delete, duplicate or move a span, insert
-/// a token, truncate, or splice in a span of `other`. Always valid UTF-8.
-pub fn mutate(rng: &mut Rng, input: &str, other: &str) -> String {
-    let chars: Vec<char> = input.chars().collect();
-    let n = chars.len();
-    let span = |rng: &mut Rng| {
-        let a = rng.below(n + 1);
-        let b = (a + rng.below(16)).min(n);
-        (a, b)
-    };
-    let mut out: Vec<char> = chars.clone();
-    match rng.below(7) {
-        0 => {
-            let (a, b) = span(rng);
-            out.drain(a..b);
-        }
-        1 => {
-            let (a, b) = span(rng);
-            let piece: Vec<char> = chars[a..b].to_vec();
-            let at = rng.below(n + 1);
-            out.splice(at..at, piece);
-        }
-        2 | 3 => {
-            let token = TOKENS[rng.below(TOKENS.len())];
-            let at = rng.below(n + 1);
-            out.splice(at..at, token.chars());
-        }
-        4 => out.truncate(rng.below(n + 1)),
-        5 => {
-            let o: Vec<char> = other.chars().collect();
-            let a = rng.below(o.len() + 1);
-            let b = (a + rng.below(64)).min(o.len());
-            let at = rng.below(n + 1);
-            out.splice(at..at, o[a..b].iter().copied());
-        }
-        _ => {
-            if n > 0 {
-                let at = rng.below(n);
-                out[at] = TOKENS[rng.below(TOKENS.len())]
-                    .chars()
-                    .next()
-                    .unwrap_or('x');
-            }
-        }
-    }
-    out.into_iter().collect()
+/// One seed of a corpus: where it came from and its text.
+#[derive(Clone, Debug)]
+pub struct Seed {
+    pub path: PathBuf,
+    pub text: String,
 }
 
-/// The files of a corpus folder, sorted, with their text (lossy UTF-8).
-pub fn corpus(dir: &Path) -> Vec<(PathBuf, String)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+/// `tests/fuzz/<target>` at the workspace root.
+pub fn corpus_dir(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fuzz")
+        .join(target)
+}
+
+/// The seed files of `tests/fuzz/<target>`, sorted, as lossy UTF-8; the
+/// regressions file is skipped. Panics on an empty corpus, which would make
+/// the fuzz test meaningless.
+pub fn corpus(target: &str) -> Vec<Seed> {
+    let dir = corpus_dir(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|entries| entries.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
-    files.retain(|p| p.is_file());
+    files.retain(|p| p.is_file() && p.file_name().is_some_and(|n| n != REGRESSIONS));
     files.sort();
+    assert!(!files.is_empty(), "empty corpus: {}", dir.display());
     files
         .into_iter()
-        .map(|p| {
-            let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap_or_default()).into_owned();
-            (p, text)
+        .map(|path| {
+            let bytes = std::fs::read(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            Seed { path, text }
         })
         .collect()
 }
 
-/// Runs `check` on every corpus file and on `cases` mutants of them (one to
-/// four stacked mutations each). On a panic the failing input is printed
-/// (Debug-escaped) so it can be added to the corpus.
-pub fn run(dir: &Path, seed: u64, cases: usize, mut check: impl FnMut(&str)) {
-    let seeds = corpus(dir);
-    assert!(!seeds.is_empty(), "empty corpus: {}", dir.display());
-    for (path, text) in &seeds {
-        with_report(&format!("corpus file {}", path.display()), text, &mut check);
-    }
-    let mut rng = Rng::new(seed);
-    for case in 0..cases {
-        let (_, base) = &seeds[rng.below(seeds.len())];
-        let (_, other) = &seeds[rng.below(seeds.len())];
-        let mut input = base.clone();
-        for _ in 0..=rng.below(4) {
-            input = mutate(&mut rng, &input, other);
+/// Runs `check` on every seed unmutated, naming the file on failure.
+pub fn check_corpus(seeds: &[Seed], mut check: impl FnMut(&str)) {
+    for seed in seeds {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&seed.text)));
+        if let Err(panic) = result {
+            eprintln!("fuzz failure on corpus file {}", seed.path.display());
+            std::panic::resume_unwind(panic);
         }
-        with_report(&format!("case {case} (seed {seed})"), &input, &mut check);
     }
 }
 
-fn with_report(label: &str, input: &str, check: &mut impl FnMut(&str)) {
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(input)));
-    if let Err(panic) = result {
-        eprintln!("fuzz failure on {label}; input:\n{input:?}");
-        std::panic::resume_unwind(panic);
+/// Proptest config for a target: `default_cases` unless `PROPTEST_CASES` is
+/// set (an explicit `cases` would otherwise hide the variable), failures
+/// persisted next to the corpus so they are kept in the repo and replayed.
+pub fn config(target: &str, default_cases: u32) -> Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default_cases);
+    let path = corpus_dir(target).join(REGRESSIONS);
+    // `Direct` wants a &'static str; one small leak per test run.
+    let path: &'static str = Box::leak(path.to_string_lossy().into_owned().into_boxed_str());
+    let defaults = Config::default();
+    // A fixed seed unless PROPTEST_RNG_SEED asks for another: CI must not
+    // fail on a submission that did not touch the parsers. Longer, random
+    // hunts: PROPTEST_RNG_SEED=$RANDOM PROPTEST_CASES=200000.
+    let rng_seed = if std::env::var_os("PROPTEST_RNG_SEED").is_some() {
+        defaults.rng_seed
+    } else {
+        RngSeed::Fixed(0x7e57_0000)
+    };
+    Config {
+        cases,
+        rng_seed,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(path))),
+        ..defaults
     }
+}
+
+/// One edit of the input. Positions are [`Index`]es resolved against the
+/// current length, so every mutation applies to any input and shrinks
+/// toward the start and toward the simplest variant.
+#[derive(Clone, Debug)]
+pub enum Mutation {
+    /// Insert one of [`TOKENS`].
+    Token { at: Index, token: Index },
+    /// Insert arbitrary chars (any Unicode scalar, control chars included).
+    Chars { at: Index, chars: String },
+    /// Delete up to `len` chars.
+    Delete { at: Index, len: usize },
+    /// Repeat a line right after itself.
+    DuplicateLine { line: Index },
+    /// Exchange two lines.
+    SwapLines { a: Index, b: Index },
+    /// Cut the input short.
+    Truncate { at: Index },
+    /// Insert a chunk of another seed.
+    Splice {
+        seed: Index,
+        from: Index,
+        len: usize,
+        at: Index,
+    },
+    /// Flip one bit of one byte; invalid UTF-8 is replaced by U+FFFD.
+    FlipBit { at: Index, bit: u8 },
+}
+
+/// A weighted mix of [`Mutation`]s, parser-breaking tokens most often.
+pub fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        4 => (any::<Index>(), any::<Index>())
+            .prop_map(|(at, token)| Mutation::Token { at, token }),
+        2 => (any::<Index>(), proptest::collection::vec(any::<char>(), 1..8))
+            .prop_map(|(at, chars)| Mutation::Chars { at, chars: chars.into_iter().collect() }),
+        2 => (any::<Index>(), 1usize..32).prop_map(|(at, len)| Mutation::Delete { at, len }),
+        1 => any::<Index>().prop_map(|line| Mutation::DuplicateLine { line }),
+        1 => (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::SwapLines { a, b }),
+        1 => any::<Index>().prop_map(|at| Mutation::Truncate { at }),
+        2 => (any::<Index>(), any::<Index>(), 1usize..64, any::<Index>())
+            .prop_map(|(seed, from, len, at)| Mutation::Splice { seed, from, len, at }),
+        2 => (any::<Index>(), 0u8..8).prop_map(|(at, bit)| Mutation::FlipBit { at, bit }),
+    ]
+}
+
+/// Applies one mutation; `seeds` feeds [`Mutation::Splice`]. Always valid
+/// UTF-8.
+pub fn apply(input: &str, mutation: &Mutation, seeds: &[String]) -> String {
+    let mut chars: Vec<char> = input.chars().collect();
+    let n = chars.len();
+    match mutation {
+        Mutation::Token { at, token } => {
+            let at = at.index(n + 1);
+            chars.splice(at..at, token.get(TOKENS).chars());
+        }
+        Mutation::Chars { at, chars: new } => {
+            let at = at.index(n + 1);
+            chars.splice(at..at, new.chars());
+        }
+        Mutation::Delete { at, len } => {
+            let a = at.index(n + 1);
+            let b = a.saturating_add(*len).min(n);
+            chars.drain(a..b);
+        }
+        Mutation::DuplicateLine { line } => {
+            let lines = lines(input);
+            if !lines.is_empty() {
+                let i = line.index(lines.len());
+                let copy = with_newline(lines[i]);
+                let mut out = String::with_capacity(input.len() + copy.len() * 2);
+                out.push_str(&lines[..i].concat());
+                out.push_str(&copy);
+                out.push_str(&copy);
+                out.push_str(&lines[i + 1..].concat());
+                return out;
+            }
+        }
+        Mutation::SwapLines { a, b } => {
+            let mut lines: Vec<String> = lines(input).into_iter().map(with_newline).collect();
+            if !lines.is_empty() {
+                let (a, b) = (a.index(lines.len()), b.index(lines.len()));
+                lines.swap(a, b);
+                return lines.concat();
+            }
+        }
+        Mutation::Truncate { at } => chars.truncate(at.index(n + 1)),
+        Mutation::Splice {
+            seed,
+            from,
+            len,
+            at,
+        } => {
+            if !seeds.is_empty() {
+                let other: Vec<char> = seed.get(seeds).chars().collect();
+                let a = from.index(other.len() + 1);
+                let b = a.saturating_add(*len).min(other.len());
+                let at = at.index(n + 1);
+                chars.splice(at..at, other[a..b].iter().copied());
+            }
+        }
+        Mutation::FlipBit { at, bit } => {
+            let mut bytes = input.as_bytes().to_vec();
+            if !bytes.is_empty() {
+                let i = at.index(bytes.len());
+                bytes[i] ^= 1 << (bit % 8);
+                return String::from_utf8_lossy(&bytes).into_owned();
+            }
+        }
+    }
+    chars.into_iter().collect()
+}
+
+/// Lines with their endings kept, so concatenating gives the input back.
+fn lines(input: &str) -> Vec<&str> {
+    input.split_inclusive('\n').collect()
+}
+
+/// A line that ends in `\n`, so moving it never glues two lines together.
+fn with_newline(line: &str) -> String {
+    if line.ends_with('\n') {
+        line.to_string()
+    } else {
+        format!("{line}\n")
+    }
+}
+
+/// A corpus seed with 1..=[`MAX_MUTATIONS`] mutations stacked on it.
+/// Shrinks toward the first seed and fewer, simpler mutations.
+pub fn mutated(seeds: &[Seed]) -> impl Strategy<Value = String> + use<> {
+    let texts: Arc<Vec<String>> = Arc::new(seeds.iter().map(|s| s.text.clone()).collect());
+    (
+        any::<Index>(),
+        proptest::collection::vec(mutation(), 1..=MAX_MUTATIONS),
+    )
+        .prop_map(move |(seed, mutations)| {
+            let mut text = if texts.is_empty() {
+                String::new()
+            } else {
+                seed.get(&texts).clone()
+            };
+            for m in &mutations {
+                text = apply(&text, m, &texts);
+            }
+            text
+        })
+}
+
+/// What the fuzz tests feed a parser: mostly [`mutated`] seeds, sometimes a
+/// soup of [`TOKENS`], sometimes a fully arbitrary string.
+pub fn inputs(seeds: &[Seed]) -> impl Strategy<Value = String> + use<> {
+    prop_oneof![
+        8 => mutated(seeds),
+        1 => proptest::collection::vec(proptest::sample::select(TOKENS), 0..24)
+            .prop_map(|tokens| tokens.concat()),
+        1 => any::<String>(),
+    ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    fn seeds() -> Vec<Seed> {
+        ["héllo → wörld\nsecond\n", "other {\"k\": 1}"]
+            .iter()
+            .map(|t| Seed {
+                path: PathBuf::from("mem"),
+                text: t.to_string(),
+            })
+            .collect()
+    }
 
     #[test]
-    fn mutation_is_deterministic_and_keeps_utf8() {
-        let mut a = Rng::new(7);
-        let mut b = Rng::new(7);
-        for _ in 0..200 {
-            let x = mutate(&mut a, "héllo → wörld", "other {\"k\": 1}");
-            let y = mutate(&mut b, "héllo → wörld", "other {\"k\": 1}");
-            assert_eq!(x, y);
+    fn mutations_apply_to_any_input_including_empty() {
+        let texts: Vec<String> = seeds().into_iter().map(|s| s.text).collect();
+        let mut runner = TestRunner::deterministic();
+        for _ in 0..2000 {
+            let m = mutation().new_tree(&mut runner).unwrap().current();
+            for input in ["", "x", "a\nb", "héllo → wörld\n\n"] {
+                let _ = apply(input, &m, &texts);
+                let _ = apply(input, &m, &[]);
+            }
+        }
+    }
+
+    #[test]
+    fn corpus_skips_the_regressions_file_and_is_not_empty() {
+        let seeds = corpus("text_protocol");
+        assert!(seeds.iter().all(|s| !s.path.ends_with(REGRESSIONS)));
+    }
+
+    #[test]
+    fn config_honours_proptest_cases() {
+        // The variable may be set by whoever runs the tests; both ways agree.
+        let expected = std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(123);
+        assert_eq!(config("patch", 123).cases, expected);
+    }
+
+    proptest! {
+        #![proptest_config(Config { cases: 300, failure_persistence: None, ..Config::default() })]
+        #[test]
+        fn generated_inputs_shrink_and_stay_utf8(input in inputs(&seeds())) {
+            // A String is valid UTF-8 by construction; this exercises the
+            // strategy end to end, shrinking included if anything panics.
+            prop_assert!(input.len() < 10_000);
+        }
+
+        #[test]
+        fn line_mutations_keep_every_line(line in any::<Index>(), a in any::<Index>(), b in any::<Index>()) {
+            let input = "one\ntwo\nthree";
+            let sorted = |text: &str| {
+                let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+                lines.sort();
+                lines
+            };
+            let swapped = apply(input, &Mutation::SwapLines { a, b }, &[]);
+            prop_assert_eq!(sorted(&swapped), sorted(input));
+            let duplicated = apply(input, &Mutation::DuplicateLine { line }, &[]);
+            prop_assert_eq!(duplicated.lines().count(), 4);
         }
     }
 }

@@ -40,4 +40,7 @@ pub fn relative_path(root: &std::path::Path, path: &std::path::Path) -> String {
 }
 pub use manifest::{Manifest, ManifestEntry, SkipReason, Skipped};
 pub use process::{CommandOutput, ProcessError, RunOptions, run_command};
-pub use sandbox::{Sandbox, SandboxStatus, status as sandbox_status};
+pub use sandbox::{
+    Sandbox, SandboxEnforcement, SandboxStatus, enforcement as sandbox_enforcement,
+    status as sandbox_status,
+};

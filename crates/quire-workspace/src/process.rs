@@ -222,32 +222,15 @@ pub async fn run_command(
     for (k, v) in &opts.env {
         command.env(k, v);
     }
-    // Built in the parent and kept alive until the child has exec'd; the
-    // child only applies it (see `sandbox`).
-    let ruleset = match &opts.sandbox {
-        Some(sandbox) => match crate::sandbox::Ruleset::build(sandbox) {
-            Ok(ruleset) => ruleset,
-            Err(err) => {
-                tracing::warn!(%err, "sandbox could not be built; running unconfined");
-                None
-            }
-        },
-        None => None,
-    };
-    if let Some(ruleset) = &ruleset {
-        let raw = ruleset.raw_fd();
-        // SAFETY: the hook runs in the forked child before exec and only
-        // makes two async-signal-safe syscalls on an inherited fd.
-        unsafe {
-            command.pre_exec(move || crate::sandbox::restrict_self(raw));
-        }
+    // Built here in the parent; the child only applies it (see `sandbox`).
+    if let Some(sandbox) = &opts.sandbox {
+        crate::sandbox::confine(&mut command, sandbox);
     }
     let mut child = command.spawn().map_err(|source| ProcessError::Spawn {
         command: cmd.to_string(),
         cwd: cwd.to_path_buf(),
         source,
     })?;
-    drop(ruleset);
     let guard = GroupGuard {
         pgid: child.id().and_then(|id| i32::try_from(id).ok()),
     };

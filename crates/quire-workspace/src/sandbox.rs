@@ -2,13 +2,30 @@
 //! writes only beneath the given folders (the session copy, temp), and no
 //! TCP unless allowed. Reads and execution stay open, so toolchains work.
 //!
-//! Raw syscalls through `libc` (the `landlock` crate is not vendored here):
-//! the ruleset is built in the parent, and the child only calls
-//! `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self` between fork and
-//! exec, which are async-signal-safe. Where the kernel lacks Landlock the
-//! command runs unsandboxed and [`status`] says why.
+//! Built on the `landlock` crate with best-effort compatibility: a kernel
+//! that lacks some rights gets the rest, and [`status`] says what the
+//! kernel actually enforced. Where it enforces nothing, commands run
+//! unsandboxed and [`status`] says why.
+//!
+//! The work is split around `fork`: the ruleset (its fd and the path fds of
+//! its rules) is built in the parent, where allocating and opening files is
+//! fine; the child only calls `restrict_self`, whose `prctl` and
+//! `landlock_restrict_self` syscalls are async-signal-safe. Between fork and
+//! exec of a multi-threaded parent, allocating or taking locks can deadlock.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use landlock::{
+    ABI, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, RestrictSelfError,
+    RestrictionStatus, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError,
+    RulesetStatus, path_beneath_rules,
+};
+
+/// The newest Landlock ABI this policy was written and tested against.
+/// Rights of later ABIs are never requested by surprise (the crate's
+/// advice); older kernels get what they support, best effort.
+const TARGET_ABI: ABI = ABI::V7;
 
 /// What to confine a process to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,193 +65,180 @@ pub enum SandboxStatus {
     Unavailable(String),
 }
 
-const SYS_CREATE_RULESET: libc::c_long = 444;
-const SYS_ADD_RULE: libc::c_long = 445;
-const SYS_RESTRICT_SELF: libc::c_long = 446;
-const CREATE_RULESET_VERSION: u32 = 1;
-const RULE_PATH_BENEATH: libc::c_int = 1;
-
-const FS_WRITE_FILE: u64 = 1 << 1;
-const FS_REMOVE_DIR: u64 = 1 << 4;
-const FS_REMOVE_FILE: u64 = 1 << 5;
-const FS_MAKE_CHAR: u64 = 1 << 6;
-const FS_MAKE_DIR: u64 = 1 << 7;
-const FS_MAKE_REG: u64 = 1 << 8;
-const FS_MAKE_SOCK: u64 = 1 << 9;
-const FS_MAKE_FIFO: u64 = 1 << 10;
-const FS_MAKE_BLOCK: u64 = 1 << 11;
-const FS_MAKE_SYM: u64 = 1 << 12;
-const FS_REFER: u64 = 1 << 13;
-const FS_TRUNCATE: u64 = 1 << 14;
-const NET_BIND_TCP: u64 = 1 << 0;
-const NET_CONNECT_TCP: u64 = 1 << 1;
-
-/// Rights that apply to a regular file (the rest need a directory).
-const FILE_RIGHTS: u64 = FS_WRITE_FILE | FS_TRUNCATE;
-
-#[repr(C)]
-struct RulesetAttr {
-    handled_access_fs: u64,
-    handled_access_net: u64,
+/// How much of the sandbox the kernel enforced when probed, mirroring the
+/// crate's `RulesetStatus`: a kernel older than [`TARGET_ABI`] enforces
+/// part of it (e.g. writes but not the network).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxEnforcement {
+    /// Every requested restriction.
+    Full,
+    /// Some of them, best effort.
+    Partial,
+    /// None: processes run unconfined ([`SandboxStatus::Unavailable`]).
+    None,
 }
 
-#[repr(C, packed)]
-struct PathBeneathAttr {
-    allowed_access: u64,
-    parent_fd: i32,
+/// Why a sandbox could not be built or probed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SandboxError {
+    #[error("Landlock ruleset: {0}")]
+    Ruleset(#[from] RulesetError),
+    #[error("Landlock probe thread: {0}")]
+    Probe(std::io::Error),
+    #[error("Landlock probe thread panicked")]
+    ProbePanicked,
 }
 
-/// Detects Landlock once.
-pub fn status() -> &'static SandboxStatus {
-    static STATUS: std::sync::OnceLock<SandboxStatus> = std::sync::OnceLock::new();
-    STATUS.get_or_init(|| {
-        if !cfg!(target_os = "linux") {
-            return SandboxStatus::Unavailable("Landlock exists on Linux only".into());
-        }
-        // SAFETY: the version query takes no pointer (NULL, 0) and has no
-        // side effects.
-        let abi = unsafe {
-            libc::syscall(
-                SYS_CREATE_RULESET,
-                std::ptr::null::<RulesetAttr>(),
-                0usize,
-                CREATE_RULESET_VERSION,
-            )
-        };
-        if abi < 1 {
-            let err = std::io::Error::last_os_error();
-            return SandboxStatus::Unavailable(format!("Landlock is not available: {err}"));
-        }
-        SandboxStatus::Available {
-            abi,
-            network: abi >= 4,
-        }
+/// The probe's findings, kept for the life of the process.
+struct Probe {
+    status: SandboxStatus,
+    enforcement: SandboxEnforcement,
+}
+
+fn probe() -> &'static Probe {
+    static PROBE: OnceLock<Probe> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        let probe = interpret(run_probe());
+        tracing::debug!(status = ?probe.status, enforcement = ?probe.enforcement, "Landlock probed");
+        probe
     })
 }
 
-/// Write rights this ABI knows.
-fn fs_rights(abi: i64) -> u64 {
-    let mut rights = FS_WRITE_FILE
-        | FS_REMOVE_DIR
-        | FS_REMOVE_FILE
-        | FS_MAKE_CHAR
-        | FS_MAKE_DIR
-        | FS_MAKE_REG
-        | FS_MAKE_SOCK
-        | FS_MAKE_FIFO
-        | FS_MAKE_BLOCK
-        | FS_MAKE_SYM;
-    if abi >= 2 {
-        rights |= FS_REFER;
-    }
-    if abi >= 3 {
-        rights |= FS_TRUNCATE;
-    }
-    rights
+/// What the kernel offers for the sandbox, detected once per process.
+pub fn status() -> &'static SandboxStatus {
+    &probe().status
 }
 
-/// A built ruleset, ready to be applied in a child.
-#[derive(Debug)]
-pub struct Ruleset {
-    fd: std::os::fd::OwnedFd,
+/// How much of the sandbox the kernel enforced when probed (once per
+/// process), for saying so next to [`status`].
+pub fn enforcement() -> SandboxEnforcement {
+    probe().enforcement
 }
 
-impl Ruleset {
-    /// Builds the ruleset for `sandbox`; `None` when Landlock is unavailable
-    /// (the caller runs unsandboxed, [`status`] says why).
-    pub fn build(sandbox: &Sandbox) -> std::io::Result<Option<Ruleset>> {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-        use std::os::unix::ffi::OsStrExt;
+/// Applies the strictest sandbox (writes to temp only, no TCP) to a
+/// short-lived thread of our own: Landlock and `no_new_privs` bind the
+/// calling thread only, so Quire itself stays unconfined, and the kernel's
+/// answer is what it really enforces rather than a guess from the ABI.
+fn run_probe() -> Result<RestrictionStatus, SandboxError> {
+    let thread = std::thread::Builder::new()
+        .name("quire-landlock-probe".into())
+        .spawn(|| -> Result<RestrictionStatus, SandboxError> {
+            let sandbox = Sandbox {
+                writable: vec![std::env::temp_dir()],
+                network: false,
+            };
+            Ok(ruleset(&sandbox)?.restrict_self()?)
+        })
+        .map_err(SandboxError::Probe)?;
+    thread.join().map_err(|_| SandboxError::ProbePanicked)?
+}
 
-        let SandboxStatus::Available { abi, network } = status() else {
-            return Ok(None);
-        };
-        let handled = fs_rights(*abi);
-        let block_net = *network && !sandbox.network;
-        let attr = RulesetAttr {
-            handled_access_fs: handled,
-            handled_access_net: if block_net {
-                NET_BIND_TCP | NET_CONNECT_TCP
-            } else {
-                0
+fn interpret(outcome: Result<RestrictionStatus, SandboxError>) -> Probe {
+    let unavailable = |why: String| Probe {
+        status: SandboxStatus::Unavailable(why),
+        enforcement: SandboxEnforcement::None,
+    };
+    let restriction = match outcome {
+        Ok(restriction) => restriction,
+        Err(err) => return unavailable(format!("Landlock could not be applied: {err}")),
+    };
+    let enforcement = match restriction.ruleset {
+        RulesetStatus::FullyEnforced => SandboxEnforcement::Full,
+        RulesetStatus::PartiallyEnforced => SandboxEnforcement::Partial,
+        RulesetStatus::NotEnforced => SandboxEnforcement::None,
+    };
+    match (enforcement, restriction.landlock) {
+        (SandboxEnforcement::None, LandlockStatus::NotEnabled) => unavailable(
+            "Landlock is built into this kernel but not enabled (see the lsm= boot option)".into(),
+        ),
+        (SandboxEnforcement::None, LandlockStatus::NotImplemented) => unavailable(
+            "this kernel has no Landlock (Linux 5.13+ with CONFIG_SECURITY_LANDLOCK)".into(),
+        ),
+        (SandboxEnforcement::None, LandlockStatus::Available { .. }) => {
+            unavailable("Landlock is present but enforced nothing".into())
+        }
+        (
+            _,
+            LandlockStatus::Available {
+                effective_abi,
+                kernel_abi,
             },
-        };
-        // ABI < 4 does not know the net field: pass only the fs part.
-        let size = if *abi >= 4 {
-            std::mem::size_of::<RulesetAttr>()
-        } else {
-            std::mem::size_of::<u64>()
-        };
-        // SAFETY: `attr` is a live, properly laid-out struct of at least
-        // `size` bytes; the kernel only reads it.
-        let fd =
-            unsafe { libc::syscall(SYS_CREATE_RULESET, &attr as *const RulesetAttr, size, 0u32) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let fd = i32::try_from(fd).map_err(|_| std::io::Error::other("bad ruleset fd"))?;
-        // SAFETY: the kernel just returned this fd to us; we own it.
-        let ruleset = Ruleset {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        };
-        for path in &sandbox.writable {
-            let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-                continue;
-            };
-            // SAFETY: a valid NUL-terminated path; O_PATH opens no content.
-            let raw = unsafe { libc::open(c_path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
-            if raw < 0 {
-                // A folder that does not exist needs no rule.
-                continue;
-            }
-            // SAFETY: `open` just returned this fd; we own it.
-            let parent = unsafe { OwnedFd::from_raw_fd(raw) };
-            let rights = if path.is_dir() {
-                handled
-            } else {
-                handled & FILE_RIGHTS
-            };
-            let rule = PathBeneathAttr {
-                allowed_access: rights,
-                parent_fd: parent.as_raw_fd(),
-            };
-            // SAFETY: `rule` is a live packed struct matching the kernel's
-            // landlock_path_beneath_attr; both fds are open.
-            let rc = unsafe {
-                libc::syscall(
-                    SYS_ADD_RULE,
-                    ruleset.fd.as_raw_fd(),
-                    RULE_PATH_BENEATH,
-                    &rule as *const PathBeneathAttr,
-                    0u32,
-                )
-            };
-            if rc < 0 {
-                let err = std::io::Error::last_os_error();
-                tracing::warn!(path = %path.display(), %err, "sandbox rule not added");
-            }
-        }
-        Ok(Some(ruleset))
-    }
-
-    /// The ruleset's fd, for [`restrict_self`] in a child.
-    pub fn raw_fd(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        self.fd.as_raw_fd()
+        ) => Probe {
+            status: SandboxStatus::Available {
+                // The kernel's own version when it is newer than the crate.
+                abi: kernel_abi.map_or(effective_abi as i64, i64::from),
+                network: effective_abi >= ABI::V4,
+            },
+            enforcement,
+        },
+        // Enforced something without Landlock: cannot happen, but saying
+        // "unavailable" is the safe reading.
+        (_, status) => unavailable(format!("Landlock status unclear: {status:?}")),
     }
 }
 
-/// Restricts the calling process to the ruleset `fd`. Meant for the child
-/// between fork and exec: only async-signal-safe syscalls, no allocation.
-pub fn restrict_self(fd: i32) -> std::io::Result<()> {
-    // SAFETY: plain syscalls on integers; no memory is shared.
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if libc::syscall(SYS_RESTRICT_SELF, fd, 0u32) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+/// Builds the ruleset for `sandbox`: every write right of [`TARGET_ABI`] is
+/// handled and granted beneath the writable paths only (paths that do not
+/// exist are skipped); TCP bind/connect are handled with no rule, which
+/// blocks them, unless the network is allowed.
+fn ruleset(sandbox: &Sandbox) -> Result<RulesetCreated, RulesetError> {
+    let write = AccessFs::from_write(TARGET_ABI);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(write)?;
+    if !sandbox.network {
+        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
     }
-    Ok(())
+    ruleset
+        .create()?
+        .add_rules(path_beneath_rules(&sandbox.writable, write))
+}
+
+/// Makes `command` start confined to `sandbox`. Where Landlock is
+/// unavailable, or the ruleset cannot be built, the command runs unconfined
+/// ([`status`] says why, once; a build failure is logged).
+pub(crate) fn confine(command: &mut tokio::process::Command, sandbox: &Sandbox) {
+    if !matches!(status(), SandboxStatus::Available { .. }) {
+        return;
+    }
+    let created = match ruleset(sandbox) {
+        Ok(created) => created,
+        Err(err) => {
+            let err = SandboxError::from(err);
+            tracing::warn!(%err, "sandbox could not be built; running unconfined");
+            return;
+        }
+    };
+    // Moved into the hook and taken there: the child owns the ruleset and
+    // only applies it. The parent's copy (and its fd) goes with `command`.
+    let mut prepared = Some(created);
+    // SAFETY: the hook runs in the forked child before exec. It only moves
+    // a value out of an `Option` and calls `restrict_self`, which makes the
+    // `prctl` and `landlock_restrict_self` syscalls and closes the ruleset
+    // fd; it allocates nothing, and `child_error` builds its error from an
+    // errno without allocating either.
+    unsafe {
+        command.pre_exec(move || match prepared.take() {
+            Some(created) => created.restrict_self().map(drop).map_err(child_error),
+            // A second spawn of the same command would run unconfined:
+            // refuse it instead.
+            None => Err(std::io::ErrorKind::PermissionDenied.into()),
+        });
+    }
+}
+
+/// An `io::Error` for a failed `restrict_self` in the child, without
+/// allocating (the errno is copied, never boxed).
+fn child_error(err: RulesetError) -> std::io::Error {
+    let errno = match &err {
+        RulesetError::RestrictSelf(
+            RestrictSelfError::SetNoNewPrivsCall { source, .. }
+            | RestrictSelfError::RestrictSelfCall { source, .. },
+        ) => source.raw_os_error(),
+        _ => None,
+    };
+    match errno {
+        Some(errno) => std::io::Error::from_raw_os_error(errno),
+        None => std::io::ErrorKind::PermissionDenied.into(),
+    }
 }
