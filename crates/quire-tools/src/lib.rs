@@ -31,7 +31,7 @@ use async_trait::async_trait;
 use quire_config::{AgentConfig, render};
 use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
 
-use quire_workspace::{Sandbox, SandboxStatus, SessionCopy};
+use quire_workspace::{Sandbox, SandboxEnforcement, SandboxStatus, SessionCopy};
 
 pub use commands::{CommandApprover, NobodyToAsk, Verdict, dangerous, glob_match, judge};
 pub use list::render_tree;
@@ -291,9 +291,15 @@ pub fn sandbox_note(config: &AgentConfig) -> (bool, String) {
                 (false, true) => "network blocked",
                 (false, false) => "network NOT blocked (Landlock ABI < 4)",
             };
+            let level = match quire_workspace::sandbox_enforcement() {
+                SandboxEnforcement::Partial => " (partially enforced by this kernel)",
+                _ => "",
+            };
             (
                 true,
-                format!("Landlock ABI {abi}: writes confined to the workspace and temp; {net}"),
+                format!(
+                    "Landlock ABI {abi}{level}: writes confined to the workspace and temp; {net}"
+                ),
             )
         }
         SandboxStatus::Unavailable(why) => {
