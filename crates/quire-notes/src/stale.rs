@@ -33,8 +33,15 @@ pub fn stale_reason(note: &Note, root: &Path) -> Option<String> {
         return None;
     }
     let mut missing: Vec<&str> = prov.symbols.iter().map(String::as_str).collect();
-    let check = |missing: &mut Vec<&str>, text: &str| missing.retain(|s| !text.contains(s));
-    if present.is_empty() {
+    let check = |missing: &mut Vec<&str>, text: &str| missing.retain(|s| !mentions(text, s));
+    // The note's own files first; a symbol it names may live elsewhere
+    // (a caller's note naming the callee), so the rest of the workspace next.
+    for path in &present {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            check(&mut missing, &text);
+        }
+    }
+    if !missing.is_empty() {
         let walker = ignore::WalkBuilder::new(root).build();
         for entry in walker.filter_map(Result::ok).take(MAX_FILES) {
             if missing.is_empty() {
@@ -43,18 +50,39 @@ pub fn stale_reason(note: &Note, root: &Path) -> Option<String> {
             let small = entry
                 .metadata()
                 .is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES);
-            if small && let Ok(text) = std::fs::read_to_string(entry.path()) {
-                check(&mut missing, &text);
-            }
-        }
-    } else {
-        for path in present {
-            if let Ok(text) = std::fs::read_to_string(path) {
+            if small
+                && !present.iter().any(|p| p == entry.path())
+                && let Ok(text) = std::fs::read_to_string(entry.path())
+            {
                 check(&mut missing, &text);
             }
         }
     }
     (!missing.is_empty()).then(|| format!("{} no longer found", missing.join(", ")))
+}
+
+/// Whether `text` mentions `symbol`: every identifier in it occurs as a
+/// whole word. Notes name symbols qualified (`Inventory.reserve`,
+/// `OrderService::place_order()`), while code spells them apart
+/// (`class Inventory:` … `def reserve`).
+fn mentions(text: &str, symbol: &str) -> bool {
+    let mut parts = symbol
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|p| !p.is_empty())
+        .peekable();
+    if parts.peek().is_none() {
+        return text.contains(symbol.trim());
+    }
+    parts.all(|part| has_word(text, part))
+}
+
+fn has_word(text: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
 }
 
 /// The file a provenance entry names, only when it stays inside `root`.
@@ -103,6 +131,23 @@ mod tests {
         assert_eq!(renamed.as_deref(), Some("subtotal no longer found"));
         let anywhere = stale_reason(&note(&tree, &[], &["grand_total"]), &ws);
         assert!(anywhere.is_some());
+        // Qualified names match identifiers spelled apart, in any file.
+        std::fs::write(
+            ws.join("src/inventory.py"),
+            "class Inventory:\n    def reserve(self, sku):\n        pass\n",
+        )
+        .unwrap();
+        let qualified = note(
+            &tree,
+            &["src/cart.py"],
+            &["Inventory.reserve", "Inventory::reserve()", "total"],
+        );
+        assert_eq!(stale_reason(&qualified, &ws), None);
+        let part_gone = stale_reason(&note(&tree, &[], &["Inventory.release"]), &ws);
+        assert_eq!(part_gone.as_deref(), Some("Inventory.release no longer found"));
+        // Whole words only: `reserve` is not `reserved`.
+        let prefix = stale_reason(&note(&tree, &[], &["reserv"]), &ws);
+        assert!(prefix.is_some());
         let escape = stale_reason(&note(&tree, &["../outside.py"], &[]), &ws);
         assert!(escape.is_some(), "paths outside the workspace never count");
     }
