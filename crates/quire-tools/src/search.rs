@@ -190,6 +190,7 @@ pub(crate) fn run(config: &AgentConfig, req: &Request) -> ToolOutput {
             "truncated",
             &[
                 ("cut", &(total - hits.len()).to_string()),
+                ("shown", &hits.len().to_string()),
                 ("total", &total.to_string()),
                 ("files", &files_hit.to_string()),
             ],

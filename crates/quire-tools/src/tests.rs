@@ -465,9 +465,15 @@ async fn search_cap_counts_what_was_cut_and_no_hit_is_not_an_error() {
     assert_eq!(lines.len(), 11);
     let expected = quire_config::render(
         &err_text(&ctx, "search", "truncated"),
-        &[("cut", "16"), ("total", "26"), ("files", "2")],
+        &[
+            ("cut", "16"),
+            ("shown", "10"),
+            ("total", "26"),
+            ("files", "2"),
+        ],
     );
     assert_eq!(lines[10], expected);
+    assert!(expected.contains("showing 10 of 26"), "{expected}");
 
     let out = call(
         &tools(&ws),
