@@ -5,7 +5,7 @@
 
 use std::path::{Component, Path};
 
-use crate::note::Note;
+use crate::note::{Note, Scope};
 
 /// Most workspace files searched for a symbol when the note lists no file.
 const MAX_FILES: usize = 5_000;
@@ -16,6 +16,11 @@ const MAX_FILE_BYTES: u64 = 1_000_000;
 /// every file it names exists and every symbol occurs in them (in the
 /// workspace when it names no file).
 pub fn stale_reason(note: &Note, root: &Path) -> Option<String> {
+    // A shared note is about code in general (a library, a language): its
+    // provenance names the project it was learnt on, not this one.
+    if note.meta.scope == Scope::Shared {
+        return None;
+    }
     let prov = &note.meta.provenance;
     let mut missing_files = Vec::new();
     let mut present = Vec::new();
@@ -144,10 +149,23 @@ mod tests {
         );
         assert_eq!(stale_reason(&qualified, &ws), None);
         let part_gone = stale_reason(&note(&tree, &[], &["Inventory.release"]), &ws);
-        assert_eq!(part_gone.as_deref(), Some("Inventory.release no longer found"));
+        assert_eq!(
+            part_gone.as_deref(),
+            Some("Inventory.release no longer found")
+        );
         // Whole words only: `reserve` is not `reserved`.
         let prefix = stale_reason(&note(&tree, &[], &["reserv"]), &ws);
         assert!(prefix.is_some());
+        // Shared notes are about code in general, never stale here.
+        let shared = tree
+            .create(
+                NewNote::shared("python", Kind::Insight, "quantize").provenance(Provenance {
+                    symbols: vec!["decimal.localcontext".into()],
+                    ..Provenance::default()
+                }),
+            )
+            .unwrap();
+        assert_eq!(stale_reason(&shared, &ws), None);
         let escape = stale_reason(&note(&tree, &["../outside.py"], &[]), &ws);
         assert!(escape.is_some(), "paths outside the workspace never count");
     }
