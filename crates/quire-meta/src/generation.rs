@@ -285,6 +285,20 @@ impl Lineage {
         write_atomic(&path, text.as_bytes())
     }
 
+    /// Claims the generations for one improve loop: two at once would
+    /// number their children alike and overwrite each other's folders.
+    pub fn lock(&self) -> Result<quire_workspace::PidLock, MetaError> {
+        let dir = self.generations_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| MetaError::io(&dir, e))?;
+        quire_workspace::PidLock::acquire(&dir).map_err(|err| match err {
+            quire_workspace::LockError::Held { pid, .. } => MetaError::Invalid(format!(
+                "another `quire meta improve` (process {pid}) is working on {}; wait for it or stop it",
+                dir.display()
+            )),
+            quire_workspace::LockError::Io { path, source } => MetaError::io(path, source),
+        })
+    }
+
     /// Generation 0 from the active files, unless it exists already.
     pub fn ensure_root(&self, config_hash: &str) -> Result<GenerationMeta, MetaError> {
         if let Ok(meta) = self.load(0) {
@@ -464,6 +478,31 @@ mod tests {
         assert!(run("val", 0.5, 10.0).beats(&run("val", 0.5, 20.0)));
         assert!(!run("val", 0.5, 20.0).beats(&run("val", 0.5, 20.0)));
         assert!(run("val", 1.0, 90.0).beats(&run("val", 0.5, 20.0)));
+    }
+
+    #[test]
+    fn one_improve_loop_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let lineage = Lineage::new(&dir.path().join("mine"));
+        let held = lineage.lock().unwrap();
+        // Another live process holding the lock (ours is taken over).
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        drop(held);
+        std::fs::write(
+            lineage.generations_dir().join("lock"),
+            other.id().to_string(),
+        )
+        .unwrap();
+        let err = lineage.lock().unwrap_err().to_string();
+        assert!(err.contains(&format!("process {}", other.id())), "{err}");
+        other.kill().unwrap();
+        other.wait().unwrap();
+        // Its holder is dead: the lock is taken over, and `lock` is no generation.
+        let _lock = lineage.lock().unwrap();
+        assert_eq!(lineage.numbers().unwrap(), Vec::<u32>::new());
     }
 
     #[test]

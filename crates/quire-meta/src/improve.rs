@@ -348,6 +348,7 @@ impl Improver {
                 val.len()
             )));
         }
+        let _lock = self.lineage.lock()?;
         let guard = CopyGuard::from_suite(suite, options.copy_ngram);
         let hash = Loader::default()
             .load(&AgentSource::Dir(self.lineage.agent_dir.clone()))
