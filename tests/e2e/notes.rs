@@ -245,6 +245,10 @@ fn an_error_fixed_in_one_session_becomes_a_note_the_next_session_gets() {
         first_request.contains(&id) && first_request.contains(NOTE_TITLE),
         "the note is in the first request: {first_request}"
     );
+    assert!(
+        first_request.contains("Raise ValueError when percent < 0"),
+        "with its text inline: {first_request}"
+    );
     let found = requests[1].last_tool_result().unwrap();
     assert!(found.contains(&id), "search_notes finds it: {found}");
     let tests = requests[2].last_tool_result().unwrap();
@@ -268,7 +272,8 @@ fn an_error_fixed_in_one_session_becomes_a_note_the_next_session_gets() {
             _ => None,
         })
         .collect();
-    assert_eq!(vias, vec!["start", "search", "error", "read"]);
+    // Listed with its text inline (so read), then searched, offered, read.
+    assert_eq!(vias, vec!["start", "read", "search", "error", "read"]);
 
     // Distilling the later session writes nothing and credits the note it read.
     let out = env

@@ -193,6 +193,10 @@ pub struct NotesConfig {
     /// Notes listed at session start at most.
     #[serde(default = "defaults::max_notes_shown")]
     pub max_notes_shown: u32,
+    /// Characters of the best fresh note's text shown in the start list
+    /// (0: titles and descriptions only).
+    #[serde(default = "defaults::inline_chars")]
+    pub inline_chars: u32,
     /// Model calls the note-taker may make per session it distills.
     #[serde(default = "defaults::distill_max_iterations")]
     pub distill_max_iterations: u32,
@@ -517,6 +521,9 @@ pub(crate) mod defaults {
     }
     pub fn max_notes_shown() -> u32 {
         5
+    }
+    pub fn inline_chars() -> u32 {
+        1_500
     }
     pub fn distill_max_iterations() -> u32 {
         12

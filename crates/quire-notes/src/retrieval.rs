@@ -45,6 +45,9 @@ pub struct RetrievalSettings {
     pub max_shown: usize,
     /// Characters the start list may take (titles, descriptions, ids).
     pub budget_chars: usize,
+    /// Characters of the best fresh note's text shown in the list itself
+    /// (0: titles only). Models rarely call read_note on a title alone.
+    pub inline_chars: usize,
 }
 
 /// What retrieval did in this session, in `ctx.state`.
@@ -138,8 +141,14 @@ impl NotesExtension {
         reason
     }
 
-    /// The start list: the best notes for the task that fit the budget.
-    fn start_message(&self, ctx: &mut Ctx, notes: &Notes) -> Option<(String, Vec<String>)> {
+    /// The start list: the best notes for the task that fit the budget,
+    /// the first fresh one with its text inline. Returns the message, the
+    /// ids listed and the id inlined.
+    fn start_message(
+        &self,
+        ctx: &mut Ctx,
+        notes: &Notes,
+    ) -> Option<(String, Vec<String>, Option<String>)> {
         let hits = notes
             .index
             .search_for_session(
@@ -154,12 +163,14 @@ impl NotesExtension {
         let mut lines = Vec::new();
         let mut ids = Vec::new();
         let mut used = 0;
+        let mut inlined = None;
         for hit in hits {
-            let stale = self
-                .stale(ctx, notes, &hit.id)
-                .map(|reason| render(config.message("notes_stale"), &[("reason", &reason)]))
+            let stale_reason = self.stale(ctx, notes, &hit.id);
+            let stale = stale_reason
+                .as_ref()
+                .map(|reason| render(config.message("notes_stale"), &[("reason", reason)]))
                 .unwrap_or_default();
-            let line = render(
+            let mut line = render(
                 config.message("notes_retrieved_entry"),
                 &[
                     ("id", &hit.id),
@@ -174,6 +185,22 @@ impl NotesExtension {
                 break;
             }
             used += cost;
+            if inlined.is_none()
+                && stale_reason.is_none()
+                && let Some(body) = self.inline_body(notes, &hit.id)
+            {
+                let more = if body.1 {
+                    render(config.message("notes_inline_more"), &[("id", &hit.id)])
+                } else {
+                    String::new()
+                };
+                line.push('\n');
+                line.push_str(&render(
+                    config.message("notes_inline"),
+                    &[("body", &body.0), ("more", &more)],
+                ));
+                inlined = Some(hit.id.clone());
+            }
             lines.push(line);
             ids.push(hit.id);
         }
@@ -184,7 +211,34 @@ impl NotesExtension {
             config.message("notes_retrieved"),
             &[("notes", &lines.join("\n"))],
         );
-        Some((text.trim().to_string(), ids))
+        Some((text.trim().to_string(), ids, inlined))
+    }
+
+    /// A note's text for the start list, cut at a line within
+    /// `inline_chars`, and whether it was cut.
+    fn inline_body(&self, notes: &Notes, id: &str) -> Option<(String, bool)> {
+        let budget = self.settings.inline_chars;
+        if budget == 0 {
+            return None;
+        }
+        let note = notes.tree.get(id).ok()??;
+        let body = note.body.trim();
+        if body.is_empty() {
+            return None;
+        }
+        if body.chars().count() <= budget {
+            return Some((body.to_string(), false));
+        }
+        let mut kept = String::new();
+        for line in body.lines() {
+            if kept.chars().count() + line.chars().count() + 1 > budget {
+                break;
+            }
+            kept.push_str(line);
+            kept.push('\n');
+        }
+        let kept = kept.trim_end().to_string();
+        (!kept.is_empty()).then_some((kept, true))
     }
 
     fn search(&self, ctx: &mut Ctx, query: &str) -> ToolOutput {
@@ -381,9 +435,13 @@ impl Extension for NotesExtension {
         let Ok(notes) = self.notes() else {
             return Ok(());
         };
-        if let Some((message, ids)) = self.start_message(ctx, &notes) {
+        if let Some((message, ids, inlined)) = self.start_message(ctx, &notes) {
             ctx.push_user("notes", message)?;
             record(ctx, via::START, &ids);
+            // Shown in full: it counts as read when the session is credited.
+            if let Some(id) = inlined {
+                record(ctx, via::READ, &[id]);
+            }
         }
         Ok(())
     }
@@ -499,8 +557,45 @@ mod tests {
             RetrievalSettings {
                 max_shown: 5,
                 budget_chars: budget,
+                inline_chars: 0,
             },
         )
+    }
+
+    #[tokio::test]
+    async fn the_best_fresh_note_is_shown_inline_and_counts_as_read() {
+        let f = fixture();
+        let mut ext = extension(&f, 2_000);
+        ext.settings.inline_chars = 1_000;
+        let mut ctx = ctx(config());
+        ctx.messages.push(Message::user("the task"));
+        ext.on_start(&mut ctx).await.unwrap();
+        let list = ctx.messages[1].text().to_string();
+        assert!(list.contains("Parse prices as Decimal."), "{list}");
+        assert!(!list.contains("read_note {id}"), "{list}");
+        let state = ctx.state.get_mut::<NotesState>();
+        assert_eq!(state.read.iter().collect::<Vec<_>>(), vec![&f.hindsight]);
+
+        // Cut at a line within the budget, with a pointer to the rest.
+        ext.settings.inline_chars = 20;
+        let mut ctx = crate::testutil::ctx(config());
+        ctx.messages.push(Message::user("the task"));
+        ext.on_start(&mut ctx).await.unwrap();
+        let list = ctx.messages[1].text().to_string();
+        assert!(list.contains("## Error\n\nTypeError"), "{list}");
+        assert!(!list.contains("Parse prices"), "{list}");
+        assert!(
+            list.contains(&format!("read_note {} for the rest", f.hindsight)),
+            "{list}"
+        );
+
+        // Off: titles only, nothing counts as read.
+        ext.settings.inline_chars = 0;
+        let mut ctx = crate::testutil::ctx(config());
+        ctx.messages.push(Message::user("the task"));
+        ext.on_start(&mut ctx).await.unwrap();
+        assert!(!ctx.messages[1].text().contains("Parse prices"));
+        assert!(ctx.state.get_mut::<NotesState>().read.is_empty());
     }
 
     #[tokio::test]

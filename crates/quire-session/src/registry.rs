@@ -103,6 +103,7 @@ pub fn build_extensions(
                     RetrievalSettings {
                         max_shown: config.notes.max_notes_shown as usize,
                         budget_chars: config.notes.retrieval_budget_chars as usize,
+                        inline_chars: config.notes.inline_chars as usize,
                     },
                 )),
                 "guidance" => Arc::new(GuidanceExtension::new(
