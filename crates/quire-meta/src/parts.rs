@@ -434,15 +434,9 @@ impl AgentFiles {
                 let PartValue::Order(order) = value else {
                     return Err(MetaError::part(part, "expects a list of extension names"));
                 };
-                let mut old = self.agent.extensions.get_ref().clone();
-                let mut new = order.clone();
-                old.sort();
-                new.sort();
-                if old != new {
-                    return Err(MetaError::part(
-                        part,
-                        "only the order may change: name exactly the current extensions",
-                    ));
+                let problems = quire_session::extension_list_problems(order);
+                if !problems.is_empty() {
+                    return Err(MetaError::part(part, problems.join("; ")));
                 }
                 let literal = format!(
                     "[{}]",
@@ -572,20 +566,49 @@ mod tests {
         let PartValue::Order(mut order) = files.get(&Part::Extensions).unwrap() else {
             panic!()
         };
-        order.reverse();
+        // Another order that keeps `context` before the request shapers.
+        order.rotate_right(1);
+        assert_eq!(order[0], "guidance");
         files
             .set(&Part::Extensions, &PartValue::Order(order.clone()))
             .unwrap();
         let files = AgentFiles::open(dir.path()).unwrap();
         assert_eq!(
             files.get(&Part::Extensions).unwrap(),
-            PartValue::Order(order)
+            PartValue::Order(order.clone())
         );
-        assert!(
-            files
-                .set(&Part::Extensions, &PartValue::Order(vec!["context".into()]))
-                .is_err()
+        // Which extensions run may change too, within what an agent needs.
+        let fewer: Vec<String> = order.iter().filter(|e| *e != "memory").cloned().collect();
+        files
+            .set(&Part::Extensions, &PartValue::Order(fewer.clone()))
+            .unwrap();
+        let files = AgentFiles::open(dir.path()).unwrap();
+        assert_eq!(
+            files.get(&Part::Extensions).unwrap(),
+            PartValue::Order(fewer)
         );
+        for (bad, why) in [
+            (vec!["context"], "`protocol` is required"),
+            (
+                vec!["protocol", "workspace_tools", "finish", "telepathy"],
+                "unknown extension `telepathy`",
+            ),
+            (
+                vec!["protocol", "workspace_tools", "finish", "finish"],
+                "`finish` is listed twice",
+            ),
+            (
+                vec!["memory", "context", "protocol", "workspace_tools", "finish"],
+                "must come before `memory`",
+            ),
+        ] {
+            let bad: Vec<String> = bad.into_iter().map(String::from).collect();
+            let err = files
+                .set(&Part::Extensions, &PartValue::Order(bad))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(why), "{err}");
+        }
         let reminder: Part = "reminder:loop_detected".parse().unwrap();
         files
             .set(

@@ -17,8 +17,7 @@ use crate::generation::Lineage;
 use crate::model::{MetaModel, MetaUsage, string_field};
 use crate::parts::{AgentFiles, Part, PartValue, write_atomic};
 
-/// Extensions every agent needs (without them it cannot act or finish).
-const REQUIRED: &[&str] = &["protocol", "workspace_tools", "finish"];
+use quire_session::REQUIRED_EXTENSIONS as REQUIRED;
 
 /// The structured form of a description.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

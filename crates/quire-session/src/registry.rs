@@ -121,9 +121,39 @@ pub fn build_extensions(
         .collect()
 }
 
+/// Extensions every agent needs: without them it cannot act or finish.
+pub const REQUIRED_EXTENSIONS: &[&str] = &["protocol", "workspace_tools", "finish"];
+
 /// Problems with the order of `extensions` (also reported by `config check`).
 pub fn order_problems(config: &AgentConfig) -> Vec<String> {
-    let position = |name: &str| config.extensions.iter().position(|e| e == name);
+    order_problems_in(&config.extensions)
+}
+
+/// Everything wrong with an extension list someone else wrote (the meta
+/// model): unknown or repeated names, a required one missing, the order.
+pub fn extension_list_problems(names: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        if !KNOWN_EXTENSIONS.contains(&name.as_str()) {
+            problems.push(format!(
+                "unknown extension `{name}` (known: {})",
+                KNOWN_EXTENSIONS.join(", ")
+            ));
+        } else if names[..i].contains(name) {
+            problems.push(format!("extension `{name}` is listed twice"));
+        }
+    }
+    for required in REQUIRED_EXTENSIONS {
+        if !names.iter().any(|n| n == required) {
+            problems.push(format!("extension `{required}` is required"));
+        }
+    }
+    problems.extend(order_problems_in(names));
+    problems
+}
+
+fn order_problems_in(extensions: &[String]) -> Vec<String> {
+    let position = |name: &str| extensions.iter().position(|e| e == name);
     let Some(context) = position("context") else {
         return Vec::new();
     };
