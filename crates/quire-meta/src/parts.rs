@@ -356,7 +356,8 @@ impl AgentFiles {
 
     /// Writes a new value of `part` into the folder (atomically per file).
     /// A limit must stay the same kind of number and positive; the
-    /// extensions may only be reordered.
+    /// extensions must form a list a session can run
+    /// ([`quire_session::extension_list_problems`]).
     pub fn set(&self, part: &Part, value: &PartValue) -> Result<(), MetaError> {
         let missing = || MetaError::part(part, "not in this agent folder");
         let text_of = |v: &PartValue| match v {

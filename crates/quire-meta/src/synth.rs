@@ -263,12 +263,10 @@ pub fn write_agent(
     }
     write_atomic(&path, text.as_bytes())?;
     let files = AgentFiles::open(dest)?;
-    files
-        .set(
-            &Part::Extensions,
-            &PartValue::Order(spec.extensions.clone()),
-        )
-        .or_else(|_| set_extensions_any_subset(dest, &spec.extensions))?;
+    files.set(
+        &Part::Extensions,
+        &PartValue::Order(spec.extensions.clone()),
+    )?;
     for (key, value) in &spec.limits {
         let files = AgentFiles::open(dest)?;
         files.set(
@@ -289,32 +287,6 @@ pub fn write_agent(
     root.cost.meta_prompt_tokens = usage.usage.prompt_tokens;
     root.cost.meta_completion_tokens = usage.usage.completion_tokens;
     lineage.save(&root)
-}
-
-/// `extensions` may drop some of the base's (a new agent may need fewer);
-/// [`AgentFiles::set`] only reorders, so this writes the list directly.
-fn set_extensions_any_subset(dir: &Path, extensions: &[String]) -> Result<(), MetaError> {
-    #[derive(Deserialize)]
-    struct Ext {
-        extensions: Spanned<Vec<String>>,
-    }
-    let path = dir.join("agent.toml");
-    let text = std::fs::read_to_string(&path).map_err(|e| MetaError::io(&path, e))?;
-    let spans: Ext = toml::from_str(&text).map_err(|e| MetaError::File {
-        path: path.clone(),
-        message: e.message().trim().to_string(),
-    })?;
-    let span = spans.extensions.span();
-    let literal = format!(
-        "[{}]",
-        extensions
-            .iter()
-            .map(|s| quoted(s))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let new = format!("{}{literal}{}", &text[..span.start], &text[span.end..]);
-    write_atomic(&path, new.as_bytes())
 }
 
 #[cfg(test)]
