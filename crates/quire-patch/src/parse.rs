@@ -257,6 +257,15 @@ impl<'a> Parser<'a> {
             let Some(&line) = self.lines.get(self.i) else {
                 return Err(mismatch(old, new));
             };
+            // A short count must not swallow the next file's `--- a/…`
+            // header as a removed line.
+            if is_file_header(
+                line,
+                self.lines.get(self.i + 1).copied(),
+                self.lines.get(self.i + 2).copied(),
+            ) {
+                return Err(mismatch(old, new));
+            }
             match classify(line) {
                 Some(Body::Line(l)) => {
                     match &l {
@@ -331,6 +340,15 @@ pub(crate) fn is_section_start(line: &str, next: Option<&str>) -> bool {
     line.starts_with("@@")
         || line.starts_with("diff --git ")
         || (line.starts_with("--- ") && next.is_some_and(|n| n.starts_with("+++ ")))
+}
+
+/// True for `--- x` / `+++ y` / `@@`: a file section for sure, even inside
+/// a hunk whose count is not met (a removed `-- x` followed by an added
+/// `++ y` is not followed by a hunk header).
+pub(crate) fn is_file_header(line: &str, next: Option<&str>, after: Option<&str>) -> bool {
+    line.starts_with("--- ")
+        && next.is_some_and(|n| n.starts_with("+++ "))
+        && after.is_some_and(|a| a.starts_with("@@"))
 }
 
 enum Body {

@@ -383,8 +383,12 @@ impl<'a> Restructurer<'a, '_> {
         let mut k = start;
         while old < old_count || new < new_count {
             let l = self.text(k)?;
-            // Only these can never be body lines: `--- x` may be a removal.
-            if l.starts_with("@@") || l.starts_with("diff --git ") {
+            // `--- x` may be a removal; followed by `+++ y` and `@@` it is
+            // the next file's header, past a count that was too short.
+            if l.starts_with("@@")
+                || l.starts_with("diff --git ")
+                || crate::parse::is_file_header(l, self.text(k + 1), self.text(k + 2))
+            {
                 return None;
             }
             match kind(l) {
@@ -469,6 +473,17 @@ fn range(start: usize, count: usize) -> String {
 mod tests {
     use super::*;
     use crate::parse::parse;
+
+    #[test]
+    fn a_short_count_does_not_swallow_the_next_file_header() {
+        // Hunk 1 says 5 old lines but has 4; the next file follows.
+        let text = "--- a/x\n+++ b/x\n@@ -1,5 +1,5 @@\n a\n-b\n+B\n c\n d\n--- a/y\n+++ b/y\n@@ -1,2 +1,2 @@\n p\n-q\n+Q\n";
+        let r = repair(text);
+        let patch = parse(&r.patch_text).unwrap();
+        assert_eq!(patch.files.len(), 2, "{}", r.patch_text);
+        assert_eq!(patch.files[0].hunks[0].old_lines().len(), 4);
+        assert!(!r.patch_text.contains("\n-- a/y"), "{}", r.patch_text);
+    }
 
     #[test]
     fn clean_patch_is_unchanged() {
