@@ -9,6 +9,8 @@ mod commands;
 mod concurrent;
 mod eval;
 mod kill9;
+mod kill9_distill;
+mod kill9_eval;
 mod meta;
 mod notes;
 mod resume;

@@ -3,6 +3,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
@@ -28,6 +29,36 @@ fn temp_path(dest: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     dest.with_file_name(format!(".{name}.{}.tmp", ulid::Ulid::new()))
+}
+
+/// A write's temp file lives for milliseconds; one this old was left by a
+/// process killed mid-write.
+const STALE_TEMP: Duration = Duration::from_secs(600);
+
+/// Removes `path` if it is a temp file of [`write_atomic`] or [`write_new`]
+/// left behind by a killed process (hidden, `.tmp`, older than ten
+/// minutes). Returns whether it was removed.
+pub(crate) fn remove_stale_temp(path: &Path) -> bool {
+    // `.<name>.<ulid>.tmp`, as `temp_path` makes them.
+    let is_temp = path.file_name().is_some_and(|n| {
+        let n = n.to_string_lossy();
+        n.strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .and_then(|n| n.rsplit_once('.'))
+            .is_some_and(|(_, id)| id.parse::<ulid::Ulid>().is_ok())
+    });
+    let stale = || {
+        fs::symlink_metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_TEMP)
+    };
+    if is_temp && stale() && fs::remove_file(path).is_ok() {
+        tracing::debug!(path = %path.display(), "removed a temp file left by a killed write");
+        return true;
+    }
+    false
 }
 
 fn write_temp(dest: &Path, contents: &[u8]) -> Result<PathBuf> {
@@ -102,6 +133,33 @@ mod tests {
             content_hash(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn only_old_temp_files_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = ulid::Ulid::new();
+        let old = dir.path().join(format!(".a.md.{id}.tmp"));
+        let fresh = dir.path().join(format!(".b.md.{id}.tmp"));
+        let note = dir.path().join("c.md");
+        let other = dir.path().join(".notes.tmp");
+        for p in [&old, &fresh, &note, &other] {
+            fs::write(p, b"x").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+        for p in [&old, &note, &other] {
+            File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        }
+        assert!(remove_stale_temp(&old));
+        assert!(!remove_stale_temp(&fresh), "maybe a write in progress");
+        assert!(!remove_stale_temp(&note), "not a temp file");
+        assert!(!remove_stale_temp(&other), "not one of ours");
+        assert!(!old.exists() && fresh.exists() && note.exists() && other.exists());
     }
 
     #[test]

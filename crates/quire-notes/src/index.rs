@@ -161,34 +161,110 @@ impl NoteIndex {
     /// Opens the index in `index_dir`, building it from `tree` when absent.
     /// A corrupt index or one of another schema is wiped and rebuilt, with
     /// a warning. Does not sync: call [`NoteIndex::sync`] to pick up hand edits.
+    ///
+    /// Several processes may open one index at once, also while it is
+    /// missing or broken: a new index is built in a hidden sibling folder
+    /// and renamed into place whole, so no process ever sees (and wipes) an
+    /// index another one is still building; the first rename wins and the
+    /// others open the winner's index.
     pub fn open(index_dir: impl AsRef<Path>, tree: &NoteTree) -> Result<NoteIndex> {
         let dir = index_dir.as_ref();
         check_dir(dir, tree.root())?;
-        fs::create_dir_all(dir).map_err(write_err(dir))?;
-        let dir = dir.canonicalize().map_err(read_err(dir))?;
-        match Self::try_open(&dir, tree) {
-            Ok(Some(index)) => return Ok(index),
-            Ok(None) => {}
-            Err(reason) => {
-                tracing::warn!(
-                    "note index at {} is unusable ({reason}); rebuilding it from {}",
-                    dir.display(),
-                    tree.root().display()
-                );
-                fs::remove_dir_all(&dir).map_err(write_err(&dir))?;
-                fs::create_dir_all(&dir).map_err(write_err(&dir))?;
+        let dir = canonical_target(dir)?;
+        clear_leftovers(&dir);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Self::try_open_settled(&dir, tree) {
+                Ok(Some(index)) => return Ok(index),
+                Ok(None) => {}
+                Err(reason) => {
+                    tracing::warn!(
+                        "note index at {} is unusable ({reason}); rebuilding it from {}",
+                        dir.display(),
+                        tree.root().display()
+                    );
+                    move_aside_and_remove(&dir)?;
+                }
+            }
+            let built = Self::build_beside(&dir, tree)?;
+            match fs::rename(&built, &dir) {
+                Ok(()) => {
+                    if let Some(parent) = dir.parent()
+                        && let Ok(d) = fs::File::open(parent)
+                    {
+                        let _ = d.sync_all();
+                    }
+                }
+                // Another process put its index in place first: use it.
+                Err(e) if dir.exists() && attempt < 5 => {
+                    tracing::debug!(%e, "another process built the note index first");
+                    let _ = fs::remove_dir_all(&built);
+                    continue;
+                }
+                Err(e) => {
+                    let _ = fs::remove_dir_all(&built);
+                    return Err(write_err(&dir)(e));
+                }
+            }
+            match Self::try_open(&dir, tree) {
+                Ok(Some(index)) => return Ok(index),
+                Ok(None) | Err(_) if attempt < 5 => continue,
+                Ok(None) => {
+                    return Err(Error::Invalid(format!(
+                        "the note index at {} vanished while it was opened",
+                        dir.display()
+                    )));
+                }
+                Err(reason) => {
+                    return Err(Error::Invalid(format!(
+                        "the note index just built at {} is unusable: {reason}",
+                        dir.display()
+                    )));
+                }
             }
         }
-        let (schema, _) = schema();
-        let index = Index::create_in_dir(&dir, schema).map_err(|e| index_err(&dir, e))?;
-        let index = Self::from_index(dir, index, tree)?;
-        let report = index.reindex()?;
-        tracing::info!(
-            notes = report.added,
-            broken = report.broken.len(),
-            "built note index"
-        );
-        Ok(index)
+    }
+
+    /// [`NoteIndex::try_open`], asked again after a moment before an index
+    /// is called broken: another process's commit or merge can be midway.
+    fn try_open_settled(dir: &Path, tree: &NoteTree) -> Result<Option<NoteIndex>, String> {
+        let mut last = String::new();
+        for wait in [0, 50, 200] {
+            std::thread::sleep(Duration::from_millis(wait));
+            match Self::try_open(dir, tree) {
+                Err(reason) => last = reason,
+                done => return done,
+            }
+        }
+        Err(last)
+    }
+
+    /// Builds a complete index of `tree` in a hidden folder next to `dir`
+    /// and returns that folder.
+    fn build_beside(dir: &Path, tree: &NoteTree) -> Result<PathBuf> {
+        let building = sibling(dir, "build");
+        fs::create_dir_all(&building).map_err(write_err(&building))?;
+        let built = (|| {
+            let (schema, _) = schema();
+            let index =
+                Index::create_in_dir(&building, schema).map_err(|e| index_err(&building, e))?;
+            let index = Self::from_index(building.clone(), index, tree)?;
+            let report = index.reindex()?;
+            tracing::info!(
+                notes = report.added,
+                broken = report.broken.len(),
+                "built note index"
+            );
+            Ok(())
+        })();
+        match built {
+            Ok(()) => Ok(building),
+            Err(err) => {
+                let _ = fs::remove_dir_all(&building);
+                Err(err)
+            }
+        }
     }
 
     /// Gives up waiting for another writer after `timeout` instead of 10 s.
@@ -216,10 +292,12 @@ impl NoteIndex {
     /// unusable.
     fn try_open(dir: &Path, tree: &NoteTree) -> Result<Option<NoteIndex>, String> {
         if !dir.join("meta.json").exists() {
-            let has_files = fs::read_dir(dir)
-                .map_err(|e| e.to_string())?
-                .next()
-                .is_some();
+            let mut entries = match fs::read_dir(dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e.to_string()),
+            };
+            let has_files = entries.next().is_some();
             return if has_files {
                 Err("files but no meta.json".into())
             } else {
@@ -487,6 +565,74 @@ fn index_err(dir: &Path, source: TantivyError) -> Error {
     Error::Index {
         dir: dir.to_path_buf(),
         source,
+    }
+}
+
+/// `dir` made absolute through its (created) parent; `dir` itself may not
+/// exist yet.
+fn canonical_target(dir: &Path) -> Result<PathBuf> {
+    let name = dir.file_name().ok_or_else(|| Error::BadIndexDir {
+        dir: dir.to_path_buf(),
+        reason: "it has no folder name".into(),
+    })?;
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&parent).map_err(write_err(&parent))?;
+    let parent = parent.canonicalize().map_err(read_err(&parent))?;
+    Ok(parent.join(name))
+}
+
+/// A hidden, unique folder next to `dir`: `.<name>.<what>-<ulid>`.
+fn sibling(dir: &Path, what: &str) -> PathBuf {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dir.with_file_name(format!(".{name}.{what}-{}", ulid::Ulid::new()))
+}
+
+/// Renames a broken index out of the way (so a concurrent opener never
+/// sees it half deleted), then deletes it.
+fn move_aside_and_remove(dir: &Path) -> Result<()> {
+    let aside = sibling(dir, "broken");
+    match fs::rename(dir, &aside) {
+        Ok(()) => {
+            let _ = fs::remove_dir_all(&aside);
+            Ok(())
+        }
+        // Someone else moved it first.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(write_err(dir)(e)),
+    }
+}
+
+/// Removes what killed processes left next to the index: broken indexes
+/// moved aside, and builds older than an hour (younger ones may be another
+/// process's build in progress).
+fn clear_leftovers(dir: &Path) {
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return;
+    };
+    let name = name.to_string_lossy();
+    let (broken, build) = (format!(".{name}.broken-"), format!(".{name}.build-"));
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let stale = file.starts_with(&broken)
+            || (file.starts_with(&build)
+                && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > Duration::from_secs(3600)));
+        if stale {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use quire_types::Redactor;
 
 use crate::error::{Error, Result, read_err, write_err};
 use crate::frontmatter;
-use crate::fsx::{content_hash, write_atomic, write_new};
+use crate::fsx::{content_hash, remove_stale_temp, write_atomic, write_new};
 use crate::note::{
     Frontmatter, NewNote, Note, NoteFilter, Scope, Status, body_template, flatten_line, slugify,
 };
@@ -513,6 +513,8 @@ fn collect_note_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         let entry = entry.map_err(read_err(dir))?;
         let path = entry.path();
         if is_hidden(&path) {
+            // Not a note; but a temp file a killed write left goes.
+            remove_stale_temp(&path);
             continue;
         }
         let Ok(kind) = entry.file_type() else {
