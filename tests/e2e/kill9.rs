@@ -176,7 +176,9 @@ fn kill_9_at_random_points_never_leaves_a_half_patched_workspace_or_a_broken_sto
             );
             assert!(
                 snapshot(&env.ws()) == patched,
-                "round {round}: resumed, not patched"
+                "round {round}: resumed, not patched\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
             );
         }
         *outcomes.entry(format!("{status}/{which}")).or_default() += 1;
