@@ -99,3 +99,81 @@ fn allowlisted_commands_run_in_the_copy_and_the_rest_are_refused_and_recorded() 
     assert!(slow.contains("within 1 seconds"), "{slow}");
     assert!(text.contains("command refused (git_push)"), "{text}");
 }
+
+/// `approval = "ask"` at the terminal: a person refuses one command and
+/// allows the next, typed on stdin; both answers are in the trajectory and
+/// only the allowed command ran.
+#[test]
+fn a_person_at_the_terminal_decides_commands_the_policy_leaves_open() {
+    let script = vec![
+        Reply::ToolCalls(vec![call(
+            "run_command",
+            json!({"cmd": "echo refused-by-person > refused.txt"}),
+        )]),
+        Reply::ToolCalls(vec![call(
+            "run_command",
+            json!({"cmd": "echo allowed-by-person > allowed.txt"}),
+        )]),
+        Reply::ToolCalls(vec![call("finish", json!({"summary": "asked twice"}))]),
+    ];
+    let env = Env::new(
+        "pricing",
+        ScriptedServer::start_blocking(Script::sequence(script)),
+    );
+    let mut child = env
+        .quire()
+        .args([
+            "-c",
+            r#"extensions=["protocol", "workspace_tools", "commands", "finish"]"#,
+            "-c",
+            r#"commands.approval="ask""#,
+            "-c",
+            r#"commands.allow=["echo *"]"#,
+            "-c",
+            "finish.require_tests_after_edit=false",
+        ])
+        .args(["run", env.ws().to_str().unwrap(), "--no-apply"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    // A stray answer is asked again; then no, yes, and yes to the change.
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"maybe\nn\ny\ny\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    env.server.assert_clean();
+    assert_eq!(
+        text.matches("Run it? [y]es / [n]o:").count(),
+        3,
+        "asked again after a stray answer: {text}"
+    );
+    let (row, events) = env.only_session();
+    let work = env
+        .home
+        .path()
+        .join("sessions")
+        .join(row.id.as_str())
+        .join("work");
+    assert!(!work.join("refused.txt").exists());
+    assert!(work.join("allowed.txt").exists());
+    let decisions: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.event.kind {
+            EventKind::CommandDecision { decision, .. } => Some(decision.clone()),
+            _ => None,
+        })
+        .collect();
+    // Even an allowlisted command is asked about under `approval = "ask"`.
+    assert_eq!(decisions, vec!["denied", "approved"]);
+    let requests = env.server.requests();
+    let refused = requests[1].last_tool_result().unwrap();
+    assert!(refused.contains("the user declined it"), "{refused}");
+}
