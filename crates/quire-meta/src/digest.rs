@@ -36,7 +36,9 @@ fn tokens(r: &EvalResultRow) -> u64 {
 }
 
 /// The attempts worth reading: every failed one, then resolved ones that
-/// cost more than the median, at most `max`.
+/// cost more than the median, then the other resolved ones by cost, at
+/// most `max`. When everything passed, cost is the only signal and the
+/// meta model needs several trajectories to see a pattern in it.
 pub fn pick(results: &[EvalResultRow], max: usize) -> Vec<&EvalResultRow> {
     let done: Vec<&EvalResultRow> = results
         .iter()
@@ -56,7 +58,14 @@ pub fn pick(results: &[EvalResultRow], max: usize) -> Vec<&EvalResultRow> {
         .copied()
         .collect();
     costly.sort_by_key(|r| std::cmp::Reverse(tokens(r)));
+    let mut cheaper: Vec<&EvalResultRow> = done
+        .iter()
+        .filter(|r| r.outcome.resolved && tokens(r) <= median)
+        .copied()
+        .collect();
+    cheaper.sort_by_key(|r| std::cmp::Reverse(tokens(r)));
     picked.extend(costly);
+    picked.extend(cheaper);
     picked.truncate(max);
     picked
 }
@@ -84,6 +93,26 @@ pub fn digest(store: &Store, result: &EvalResultRow) -> String {
                 let mut last_args: Option<String> = None;
                 for e in events {
                     let line = match e.event.kind {
+                        // Turn by turn: what each request cost and what the
+                        // model did with it (where the tokens go).
+                        EventKind::ModelResponse {
+                            iteration,
+                            tool_calls,
+                            usage,
+                            ..
+                        } => Some(format!(
+                            "- turn {iteration} ({} prompt tokens): {}",
+                            usage.prompt_tokens,
+                            if tool_calls.is_empty() {
+                                "no tool call".to_string()
+                            } else {
+                                tool_calls
+                                    .iter()
+                                    .map(|c| format!("{}({})", c.name, clip(&c.arguments, 60)))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            }
+                        )),
                         EventKind::ToolCallStarted { arguments, .. } => {
                             last_args = Some(arguments);
                             None
@@ -155,4 +184,40 @@ pub fn digests(store: &Store, results: &[EvalResultRow], max: usize) -> String {
         .map(|r| digest(store, r))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(task: &str, resolved: bool, prompt_tokens: u64) -> EvalResultRow {
+        let mut outcome = quire_store::EvalOutcome {
+            resolved,
+            ..Default::default()
+        };
+        outcome.usage.prompt_tokens = prompt_tokens;
+        EvalResultRow {
+            run_id: "r".into(),
+            task_id: task.into(),
+            attempt: 1,
+            status: EvalResultStatus::Done,
+            started_at: None,
+            ended_at: None,
+            outcome,
+        }
+    }
+
+    #[test]
+    fn failures_first_then_every_resolved_attempt_by_cost() {
+        let rows = vec![
+            row("cheap", true, 10),
+            row("failed", false, 5),
+            row("dear", true, 30),
+            row("middle", true, 20),
+        ];
+        let picked: Vec<&str> = pick(&rows, 6).iter().map(|r| r.task_id.as_str()).collect();
+        assert_eq!(picked, vec!["failed", "dear", "middle", "cheap"]);
+        let two: Vec<&str> = pick(&rows, 2).iter().map(|r| r.task_id.as_str()).collect();
+        assert_eq!(two, vec!["failed", "dear"]);
+    }
 }
