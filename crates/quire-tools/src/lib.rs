@@ -125,7 +125,20 @@ impl Extension for WorkspaceTools {
                 );
                 let request = search::Request::from_args(self.copy.root(), target, &action.args);
                 let config = ctx.config.clone();
-                blocking(move || search::run(&config, &request)).await
+                let searched = tokio::task::spawn_blocking(move || search::run(&config, &request));
+                match searched.await {
+                    Ok((out, seen)) => {
+                        let state = ctx.state.get_mut::<WorkspaceState>();
+                        for (path, hash) in seen {
+                            state.mark_read(&path, hash);
+                        }
+                        out
+                    }
+                    Err(err) => {
+                        tracing::error!(%err, "tool task failed");
+                        ToolOutput::error(err.to_string())
+                    }
+                }
             }
             read::TOOL => read::run(&self.copy, ctx, &action.args),
             edit::TOOL => edit::run(&self.copy, ctx, &action.args),

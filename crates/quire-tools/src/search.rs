@@ -60,7 +60,16 @@ impl Request {
     }
 }
 
-pub(crate) fn run(config: &AgentConfig, req: &Request) -> ToolOutput {
+/// Runs the search; also returns the files whose hits were shown, with
+/// their content hashes: the model has seen those lines, so they count as
+/// read for `edit_file` (a rename after a search needs no extra reads).
+pub(crate) fn run(config: &AgentConfig, req: &Request) -> (ToolOutput, Vec<(String, String)>) {
+    let mut seen = Vec::new();
+    let out = search(config, req, &mut seen);
+    (out, seen)
+}
+
+fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>) -> ToolOutput {
     let target = match &req.target {
         Ok(target) => target,
         Err(Refusal::Outside) => {
@@ -144,6 +153,7 @@ pub(crate) fn run(config: &AgentConfig, req: &Request) -> ToolOutput {
             continue;
         }
         let before = total;
+        let shown_before = hits.len();
         let result = searcher.search_path(
             &matcher,
             file,
@@ -160,6 +170,11 @@ pub(crate) fn run(config: &AgentConfig, req: &Request) -> ToolOutput {
         }
         if total > before {
             files_hit += 1;
+        }
+        if hits.len() > shown_before
+            && let Ok(bytes) = std::fs::read(file)
+        {
+            seen.push((rel, crate::util::content_hash(&bytes)));
         }
     }
 

@@ -116,6 +116,7 @@ pub(crate) fn rebuild(
             Message::Tool {
                 call_id,
                 is_error: false,
+                content,
                 ..
             } => {
                 let Some(call) = calls.get(call_id) else {
@@ -157,6 +158,20 @@ pub(crate) fn rebuild(
                         state.edits_since_test = false;
                         state.test_runs += 1;
                     }
+                    // Hits are `path:line:text`; the files they show were seen.
+                    crate::search::TOOL => {
+                        for line in content.lines() {
+                            let mut parts = line.splitn(3, ':');
+                            if let (Some(path), Some(number), Some(_)) =
+                                (parts.next(), parts.next(), parts.next())
+                                && number.parse::<u32>().is_ok()
+                                && !state.was_read(path)
+                                && let Some(hash) = hash_of(path)
+                            {
+                                state.mark_read(path, hash);
+                            }
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -164,4 +179,36 @@ pub(crate) fn rebuild(
         }
     }
     state
+}
+
+#[cfg(test)]
+mod tests {
+    use quire_types::{Message, ToolCall};
+
+    #[test]
+    fn a_resumed_session_remembers_files_seen_through_search() {
+        let dir = tempfile::tempdir().unwrap();
+        let original = dir.path().join("original");
+        std::fs::create_dir_all(original.join("src")).unwrap();
+        std::fs::write(original.join("src/a.py"), "import lookup\n").unwrap();
+        std::fs::write(original.join("src/b.py"), "x = 1\n").unwrap();
+        let copy =
+            quire_workspace::SessionCopy::create(&original, &dir.path().join("copy")).unwrap();
+        let messages = vec![
+            Message::user("task"),
+            Message::assistant(
+                "",
+                vec![ToolCall::new("c1", "search", r#"{"pattern":"lookup"}"#)],
+            ),
+            Message::tool(
+                "c1",
+                "search",
+                "src/a.py:1:import lookup\n(showing 1 of 2 matches in 2 files; narrow it)",
+                false,
+            ),
+        ];
+        let state = super::rebuild(&copy, &messages);
+        assert!(state.was_read("src/a.py"));
+        assert!(!state.was_read("src/b.py"));
+    }
 }

@@ -516,6 +516,46 @@ async fn read(ws: &Ws, ctx: &mut Ctx, path: &str) {
 }
 
 #[tokio::test]
+async fn lines_shown_by_search_count_as_read_but_cut_ones_do_not() {
+    let ws = workspace(&[
+        ("a.py", "from m import lookup\n"),
+        ("b.py", "from m import lookup\n"),
+        ("c.py", "x = 1\n"),
+    ]);
+    let mut config = config();
+    config.limits.search_max_hits = 1;
+    let mut ctx = ctx_with(config);
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "lookup"}),
+    )
+    .await;
+    assert_eq!(out.agent_view.lines().count(), 2, "{}", out.agent_view);
+    let shown = if out.agent_view.starts_with("a.py") {
+        "a.py"
+    } else {
+        "b.py"
+    };
+    let cut = if shown == "a.py" { "b.py" } else { "a.py" };
+    let edit =
+        |path: &str| json!({"path": path, "old": "import lookup", "new": "import get_product"});
+    let out = call(&tools(&ws), &mut ctx, "edit_file", edit(shown)).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    let out = call(&tools(&ws), &mut ctx, "edit_file", edit(cut)).await;
+    assert!(out.is_error, "a file whose hits were cut was not seen");
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "edit_file",
+        json!({"path": "c.py", "old": "x = 1", "new": "x = 2"}),
+    )
+    .await;
+    assert!(out.is_error, "no hit, not seen");
+}
+
+#[tokio::test]
 async fn edit_refused_before_read_then_applied() {
     let ws = workspace(&[("m.py", "def f():\n    return 1\n")]);
     let mut ctx = ctx();
