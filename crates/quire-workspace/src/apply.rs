@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::copy::SessionCopy;
-use crate::diff::{ChangeKind, Content, FileChange, original_matches, read_state};
+use crate::diff::{ChangeKind, Content, DiskState, FileChange, original_matches, read_state};
 use crate::error::{IoContext, WorkspaceError};
 use crate::fsutil::{atomic_symlink, atomic_write, hash_file, mode_of, sha256_hex, sync_dir};
 use crate::guard::{PathError, resolve_under};
@@ -92,6 +92,19 @@ impl std::fmt::Display for ConflictReason {
             ConflictReason::Created => "created since the copy was made",
             ConflictReason::NotInManifest => "not part of the session copy",
         })
+    }
+}
+
+/// True when the original's `state` is already what `change` makes it.
+fn already_applied(change: &FileChange, state: Option<&DiskState>) -> bool {
+    match (change.kind, &change.new, state) {
+        (ChangeKind::Deleted, _, None) => true,
+        (ChangeKind::Deleted, _, Some(_)) | (_, None, _) | (_, _, None) => false,
+        (_, Some(new), Some(now)) => {
+            now.content.is_symlink() == new.is_symlink()
+                && now.content.bytes() == new.bytes()
+                && (new.is_symlink() || change.new_mode.is_none_or(|mode| mode == now.mode))
+        }
     }
 }
 
@@ -187,6 +200,12 @@ impl SessionCopy {
             }
             let state = read_state(&target)
                 .map_err(|e| ApplyError::Backup(WorkspaceError::io(&target, e)))?;
+            if already_applied(change, state.as_ref()) {
+                // The original already reads as the change wants: a resumed
+                // session whose apply finished before a crash, or the same
+                // edit made by hand. Nothing to write, nothing to undo.
+                continue;
+            }
             let exists = fs::symlink_metadata(&target).is_ok();
             let conflict = match (change.kind, self.manifest().files.get(&change.path)) {
                 (ChangeKind::Added, _) if exists => Some(ConflictReason::Created),
@@ -649,5 +668,38 @@ mod tests {
             .commit()
             .unwrap();
         assert_eq!(fs::read(ws.path().join("new/deep/d.txt")).unwrap(), b"d\n");
+    }
+
+    #[test]
+    fn an_apply_already_in_place_is_a_no_op_and_other_edits_still_conflict() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        write(ws.path(), "a.txt", b"a\n");
+        write(ws.path(), "b.txt", b"b\n");
+        let copy = SessionCopy::create(ws.path(), &state.path().join("w")).unwrap();
+        write(copy.root(), "a.txt", b"A\n");
+        fs::remove_file(copy.root().join("b.txt")).unwrap();
+        write(copy.root(), "n.txt", b"new\n");
+        let changes = copy.changes().unwrap();
+        let backup = state.path().join("backup");
+        // Applied and committed, then the process died before it said so.
+        copy.apply_to_original(&changes, &backup)
+            .unwrap()
+            .commit()
+            .unwrap();
+        let patched = snapshot(ws.path());
+        // Applying the same change again (a resume) writes nothing and succeeds.
+        copy.apply_to_original(&changes, &backup)
+            .unwrap()
+            .commit()
+            .unwrap();
+        assert_eq!(snapshot(ws.path()), patched);
+        // A different edit of a touched file is still a conflict.
+        write(ws.path(), "a.txt", b"someone else\n");
+        let err = copy.apply_to_original(&changes, &backup).unwrap_err();
+        assert!(
+            matches!(&err, ApplyError::Conflicts(c) if c.len() == 1 && c[0].path == "a.txt"),
+            "{err}"
+        );
     }
 }
