@@ -181,6 +181,12 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
     let where_ = target.rel.as_str();
     if total == 0 {
         let out = match &req.glob {
+            _ if !req.regex && looks_like_regex(&req.pattern) => text(
+                config,
+                TOOL,
+                "no_hits_plain",
+                &[("pattern", &req.pattern), ("path", where_)],
+            ),
             Some(glob) => text(
                 config,
                 TOOL,
@@ -242,4 +248,12 @@ fn hit_text(matcher: &RegexMatcher, line: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// A plain-text pattern that was probably meant as a regex (alternation,
+/// wildcards, escapes): a miss says how to search for it.
+fn looks_like_regex(pattern: &str) -> bool {
+    ["|", ".*", ".+", "\\b", "\\s", "\\w", "\\(", "[^"]
+        .iter()
+        .any(|m| pattern.contains(m))
 }

@@ -454,6 +454,41 @@ async fn search_glob_path_and_gitignore() {
 }
 
 #[tokio::test]
+async fn a_plain_miss_that_looks_like_a_regex_says_how_to_search_for_it() {
+    let ws = workspace(&[("a.py", "def format_money():\n    pass\n")]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "format_money|invoices"}),
+    )
+    .await;
+    assert!(!out.is_error);
+    assert!(
+        out.agent_view.contains("set regex true"),
+        "{}",
+        out.agent_view
+    );
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "format_money|invoices", "regex": true}),
+    )
+    .await;
+    assert!(out.agent_view.starts_with("a.py:1:"), "{}", out.agent_view);
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "absent"}),
+    )
+    .await;
+    assert!(!out.agent_view.contains("regex"), "{}", out.agent_view);
+}
+
+#[tokio::test]
 async fn search_cap_counts_what_was_cut_and_no_hit_is_not_an_error() {
     let body: String = (0..25).map(|i| format!("hit {i}\n")).collect();
     let ws = workspace(&[("a.txt", &body), ("b.txt", "hit\n")]);
