@@ -299,6 +299,24 @@ impl Lineage {
         })
     }
 
+    /// Marks candidates left by a loop that died mid-evaluation as failed,
+    /// so the front and the history never count a half-measured child.
+    /// Call with [`Lineage::lock`] held. Returns the generations closed.
+    pub fn close_interrupted(&self) -> Result<Vec<u32>, MetaError> {
+        let mut closed = Vec::new();
+        for mut meta in self.all()? {
+            if meta.status == Status::Candidate {
+                meta.status = Status::Failed;
+                meta.reason =
+                    "interrupted: the improve loop stopped while this generation was evaluated"
+                        .into();
+                self.save(&meta)?;
+                closed.push(meta.n);
+            }
+        }
+        Ok(closed)
+    }
+
     /// Generation 0 from the active files, unless it exists already.
     pub fn ensure_root(&self, config_hash: &str) -> Result<GenerationMeta, MetaError> {
         if let Ok(meta) = self.load(0) {
@@ -503,6 +521,18 @@ mod tests {
         // Its holder is dead: the lock is taken over, and `lock` is no generation.
         let _lock = lineage.lock().unwrap();
         assert_eq!(lineage.numbers().unwrap(), Vec::<u32>::new());
+
+        // A child the dead loop was still evaluating is closed as failed.
+        std::fs::create_dir_all(lineage.agent_dir.join("prompts")).unwrap();
+        std::fs::write(lineage.agent_dir.join("agent.toml"), "x = 1\n").unwrap();
+        lineage.ensure_root("h0").unwrap();
+        let child = lineage.create_child(0).unwrap();
+        assert_eq!(child.status, Status::Candidate);
+        assert_eq!(lineage.close_interrupted().unwrap(), vec![1]);
+        let child = lineage.load(1).unwrap();
+        assert_eq!(child.status, Status::Failed);
+        assert!(child.reason.contains("interrupted"), "{}", child.reason);
+        assert_eq!(lineage.close_interrupted().unwrap(), Vec::<u32>::new());
     }
 
     #[test]

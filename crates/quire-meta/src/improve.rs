@@ -349,6 +349,11 @@ impl Improver {
             )));
         }
         let _lock = self.lineage.lock()?;
+        for n in self.lineage.close_interrupted()? {
+            (self.say)(&format!(
+                "g{n} was left mid-evaluation by a loop that stopped; marked failed"
+            ));
+        }
         let guard = CopyGuard::from_suite(suite, options.copy_ngram);
         let hash = Loader::default()
             .load(&AgentSource::Dir(self.lineage.agent_dir.clone()))
