@@ -251,21 +251,82 @@ fn tool_of<'a>(
     }
 }
 
+/// The texts faded content is replaced with (`messages.toml`).
+#[derive(Clone, Copy)]
+pub(crate) struct Faded<'a> {
+    /// A tool result: `context_faded`.
+    pub result: &'a str,
+    /// A long argument of a call: `context_faded_arg`.
+    pub arg: &'a str,
+}
+
+/// String arguments of old tool calls longer than this are faded too
+/// (`write_file` content, big patches): the result says what the call did.
+const ARG_KEEP_CHARS: usize = 400;
+
+/// Fades `call`'s long string arguments to `template`. A patch keeps its
+/// `---`/`+++` lines, so what it changed can still be read from it.
+fn fade_args(call: &mut ToolCall, template: &str) -> bool {
+    let Ok(serde_json::Value::Object(mut args)) =
+        serde_json::from_str::<serde_json::Value>(&call.arguments)
+    else {
+        return false;
+    };
+    let mut changed = false;
+    for (key, value) in args.iter_mut() {
+        let serde_json::Value::String(text) = value else {
+            continue;
+        };
+        let chars = text.chars().count();
+        if chars <= ARG_KEEP_CHARS {
+            continue;
+        }
+        let mut faded = render(template, &[("chars", &chars.to_string())]);
+        if key == "patch" {
+            for header in text
+                .lines()
+                .filter(|l| l.starts_with("--- ") || l.starts_with("+++ "))
+            {
+                faded.push('\n');
+                faded.push_str(header);
+            }
+        }
+        if faded.chars().count() < chars {
+            *text = faded;
+            changed = true;
+        }
+    }
+    if changed {
+        call.arguments = serde_json::Value::Object(args).to_string();
+    }
+    changed
+}
+
 /// Stage 2: tool results before `recent` become pointers. Errors and test
 /// digests say what went wrong and what is left to fix, so they are kept
 /// until they are older than `long` too, unless `all` (the fallback when
-/// the summary failed).
+/// the summary failed). Long arguments of calls before `long` (or all
+/// before `recent` with `all`) fade to `arg_template`.
 pub(crate) fn fade(
     messages: &[Message],
     recent: usize,
     long: usize,
     all: bool,
     roles: &ToolRoles,
-    template: &str,
+    faded: Faded<'_>,
 ) -> Option<Vec<Message>> {
+    let (template, arg_template) = (faded.result, faded.arg);
     let calls = call_map(messages);
     let mut out = messages.to_vec();
     let mut changed = false;
+    let args_before = if all { recent } else { long.min(recent) };
+    for message in out.iter_mut().take(args_before) {
+        if let Message::Assistant { tool_calls, .. } = message {
+            for call in tool_calls.iter_mut() {
+                changed |= fade_args(call, arg_template);
+            }
+        }
+    }
     for index in 0..recent.min(out.len()) {
         let Message::Tool { name, is_error, .. } = &out[index] else {
             continue;
@@ -349,11 +410,10 @@ pub(crate) fn trim(
     messages: &[Message],
     fits: impl Fn(&[Message]) -> bool,
     roles: &ToolRoles,
-    template: &str,
+    faded: Faded<'_>,
 ) -> Option<Vec<Message>> {
     let last = turn_start(messages, 1);
-    let mut out =
-        fade(messages, last, 0, true, roles, template).unwrap_or_else(|| messages.to_vec());
+    let mut out = fade(messages, last, 0, true, roles, faded).unwrap_or_else(|| messages.to_vec());
     let first = task_index(&out).map_or(0, |t| t + 1);
     // Oldest assistant turns first (with their results), then other user
     // messages (summaries, reminders) if that is still not enough.
@@ -377,9 +437,9 @@ pub(crate) fn trim(
         }
     }
     if !fits(&out)
-        && let Some(faded) = fade(&out, out.len(), 0, true, roles, template)
+        && let Some(all) = fade(&out, out.len(), 0, true, roles, faded)
     {
-        out = faded;
+        out = all;
     }
     (out != messages).then_some(out)
 }
@@ -390,6 +450,11 @@ mod tests {
 
     const SUPERSEDED: &str = "[gone: {tool} {args}]";
     const FADED: &str = "[faded: {tool} {args} {lines} lines]";
+    const ARG: &str = "[{chars} chars faded]";
+    const TEXTS: Faded<'static> = Faded {
+        result: FADED,
+        arg: ARG,
+    };
 
     fn roles() -> ToolRoles {
         ToolRoles::default()
@@ -481,6 +546,64 @@ mod tests {
     }
 
     #[test]
+    fn long_arguments_of_old_calls_fade_and_patches_keep_their_files() {
+        let patch = format!(
+            "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+{}\n",
+            "y".repeat(600)
+        );
+        let write = json_args(&[("path", "n.py"), ("content", &"z".repeat(900))]);
+        let msgs = conversation(vec![
+            turn(
+                "a",
+                "apply_patch",
+                &json_args(&[("patch", &patch)]),
+                "Patch applied: M a.py.",
+                false,
+            ),
+            turn("b", "write_file", &write, "Created n.py.", false),
+            turn("c", "read_file", r#"{"path":"a.py"}"#, &big("a"), false),
+            turn("d", "write_file", &write, "Created m.py.", false),
+        ]);
+        let recent = turn_start(&msgs, 1);
+        let long = turn_start(&msgs, 2);
+        let out = fade(&msgs, recent, long, false, &roles(), TEXTS).unwrap();
+        let args = |i: usize| match &out[i] {
+            Message::Assistant { tool_calls, .. } => {
+                serde_json::from_str::<serde_json::Value>(&tool_calls[0].arguments).unwrap()
+            }
+            other => panic!("{other:?}"),
+        };
+        let faded_patch = args(1)["patch"].as_str().unwrap().to_string();
+        assert!(faded_patch.starts_with("[6"), "{faded_patch}");
+        assert!(
+            faded_patch.ends_with("--- a/a.py\n+++ b/a.py"),
+            "{faded_patch}"
+        );
+        assert_eq!(args(3)["content"], "[900 chars faded]");
+        assert_eq!(args(3)["path"], "n.py", "short arguments stay");
+        assert_eq!(
+            args(7)["content"].as_str().unwrap().len(),
+            900,
+            "recent call kept"
+        );
+        // The faded patch still names its file for later stages.
+        let Message::Assistant { tool_calls, .. } = &out[1] else {
+            panic!()
+        };
+        assert_eq!(edited_paths(&tool_calls[0]), vec!["a.py".to_string()]);
+        // Fading again changes nothing.
+        assert!(fade(&out, recent, long, false, &roles(), TEXTS).is_none());
+    }
+
+    fn json_args(pairs: &[(&str, &str)]) -> String {
+        let map: serde_json::Map<String, serde_json::Value> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+            .collect();
+        serde_json::Value::Object(map).to_string()
+    }
+
+    #[test]
     fn fade_keeps_recent_turns_and_errors_longer() {
         let msgs = conversation(vec![
             turn("a", "read_file", r#"{"path":"a.py"}"#, &big("a"), false),
@@ -491,7 +614,7 @@ mod tests {
         ]);
         let recent = turn_start(&msgs, 2);
         let long = turn_start(&msgs, 4);
-        let out = fade(&msgs, recent, long, false, &roles(), FADED).unwrap();
+        let out = fade(&msgs, recent, long, false, &roles(), TEXTS).unwrap();
         assert_eq!(
             out[2].text(),
             r#"[faded: read_file {"path":"a.py"} 100 lines]"#
@@ -501,12 +624,12 @@ mod tests {
         assert_eq!(out[8].text(), big("hit"), "recent");
         assert_eq!(out[10].text(), big("b"), "recent");
         let long = turn_start(&msgs, 3);
-        let out = fade(&msgs, recent, long, false, &roles(), FADED).unwrap();
+        let out = fade(&msgs, recent, long, false, &roles(), TEXTS).unwrap();
         assert!(out[4].text().starts_with("[faded: run_tests"));
         assert_eq!(out[6].text(), big("err"));
-        let all = fade(&msgs, recent, 0, true, &roles(), FADED).unwrap();
+        let all = fade(&msgs, recent, 0, true, &roles(), TEXTS).unwrap();
         assert!(all[6].text().starts_with("[faded"));
-        assert!(fade(&all, recent, 0, true, &roles(), FADED).is_none());
+        assert!(fade(&all, recent, 0, true, &roles(), TEXTS).is_none());
     }
 
     #[test]
@@ -550,7 +673,7 @@ mod tests {
             turn("c", "read_file", "{}", &big("c"), false),
         ]);
         let fits = |m: &[Message]| m.len() <= 3;
-        let out = trim(&msgs, fits, &roles(), FADED).unwrap();
+        let out = trim(&msgs, fits, &roles(), TEXTS).unwrap();
         assert_eq!(out.len(), 3);
         assert_eq!(out[0].text(), "the task");
         assert!(

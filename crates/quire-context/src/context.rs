@@ -185,7 +185,7 @@ impl ContextExtension {
                     message: format!("context summary: {reason}"),
                 })?;
                 ctx.state.get_mut::<ContextState>().failed_span = Some(tokens);
-                let faded = config.message("context_faded");
+                let faded = faded_texts(config);
                 match compact::fade(&ctx.messages, recent, 0, true, &config.tool_roles, faded) {
                     Some(next) => self
                         .commit(ctx, "fade_all", size, plan, next, None)
@@ -306,8 +306,14 @@ impl Extension for ContextExtension {
             }
         }
         if plan.over(size, c.fade_at) {
-            let faded = config.message("context_faded");
-            let next = compact::fade(&ctx.messages, recent, long, false, roles, faded);
+            let next = compact::fade(
+                &ctx.messages,
+                recent,
+                long,
+                false,
+                roles,
+                faded_texts(&config),
+            );
             if let Some(after) = self.cheap_stage(ctx, "fade", size, &plan, next)? {
                 (size, changed) = (after, true);
             }
@@ -319,8 +325,7 @@ impl Extension for ContextExtension {
         }
         if size > plan.hard {
             let fits = |m: &[Message]| self.size(plan.overhead, m) <= plan.hard;
-            let faded = config.message("context_faded");
-            if let Some(next) = compact::trim(&ctx.messages, fits, roles, faded) {
+            if let Some(next) = compact::trim(&ctx.messages, fits, roles, faded_texts(&config)) {
                 (size, changed) = (self.commit(ctx, "trim", size, &plan, next, None)?, true);
             }
             if size > plan.hard {
@@ -337,5 +342,13 @@ impl Extension for ContextExtension {
                 .collect();
         }
         Ok(())
+    }
+}
+
+/// The fade texts of `config`.
+fn faded_texts(config: &AgentConfig) -> compact::Faded<'_> {
+    compact::Faded {
+        result: config.message("context_faded"),
+        arg: config.message("context_faded_arg"),
     }
 }
