@@ -246,10 +246,13 @@ fn conflicts_refuse_and_leave_original_untouched() {
     f.edit();
     let changes = f.copy.changes().unwrap();
     let o = f.ws.path();
-    // The user edits the original meanwhile.
+    // The user edits the original meanwhile. (Deleting src/old.py, which
+    // the change deletes too, is no conflict: the result is the same.)
     write(o, "src/app.py", b"user edit\n");
     fs::remove_file(o.join("src/old.py")).unwrap();
     write(o, "src/new/mod.py", b"user created\n");
+    write(o, "notes.txt", b"the user's own notes\n");
+    fs::remove_file(o.join("tool.sh")).unwrap();
     let before = snapshot(o);
     let err = f.copy.apply_to_original(&changes, &f.backup()).unwrap_err();
     let ApplyError::Conflicts(conflicts) = &err else {
@@ -262,9 +265,10 @@ fn conflicts_refuse_and_leave_original_untouched() {
     assert_eq!(
         got,
         vec![
+            ("notes.txt", ConflictReason::Modified),
             ("src/app.py", ConflictReason::Modified),
             ("src/new/mod.py", ConflictReason::Created),
-            ("src/old.py", ConflictReason::Deleted),
+            ("tool.sh", ConflictReason::Deleted),
         ]
     );
     assert!(err.to_string().contains("src/app.py"));
