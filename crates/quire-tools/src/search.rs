@@ -137,6 +137,9 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
     let mut hits: Vec<String> = Vec::new();
     let mut total = 0usize;
     let mut files_hit = 0usize;
+    // Files with hits past the cap, and how many: the model can aim a
+    // second search at them instead of guessing.
+    let mut cut: Vec<(String, usize)> = Vec::new();
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(0))
@@ -170,6 +173,10 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
         }
         if total > before {
             files_hit += 1;
+        }
+        let shown_here = hits.len() - shown_before;
+        if total - before > shown_here {
+            cut.push((rel.clone(), total - before - shown_here));
         }
         if hits.len() > shown_before
             && let Ok(bytes) = std::fs::read(file)
@@ -212,6 +219,7 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
             &[
                 ("cut", &(total - hits.len()).to_string()),
                 ("shown", &hits.len().to_string()),
+                ("rest", &cut_files(&cut)),
                 ("total", &total.to_string()),
                 ("files", &files_hit.to_string()),
             ],
@@ -248,6 +256,20 @@ fn hit_text(matcher: &RegexMatcher, line: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// `a.py (3), b.py (1)`: where the hits past the cap are, at most ten files.
+fn cut_files(cut: &[(String, usize)]) -> String {
+    const MAX_FILES: usize = 10;
+    let mut list: Vec<String> = cut
+        .iter()
+        .take(MAX_FILES)
+        .map(|(file, n)| format!("{file} ({n})"))
+        .collect();
+    if cut.len() > MAX_FILES {
+        list.push(format!("and {} more files", cut.len() - MAX_FILES));
+    }
+    list.join(", ")
 }
 
 /// A plain-text pattern that was probably meant as a regex (alternation,

@@ -505,10 +505,15 @@ async fn search_cap_counts_what_was_cut_and_no_hit_is_not_an_error() {
             ("shown", "10"),
             ("total", "26"),
             ("files", "2"),
+            ("rest", "a.txt (15), b.txt (1)"),
         ],
     );
     assert_eq!(lines[10], expected);
     assert!(expected.contains("showing 10 of 26"), "{expected}");
+    assert!(
+        expected.contains("not shown: a.txt (15), b.txt (1)"),
+        "{expected}"
+    );
 
     let out = call(
         &tools(&ws),
