@@ -152,7 +152,9 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         // the model wrote (a hunk placed away from its stated line, matched
         // loosely, or a repaired patch): elsewhere it already knows them.
         let placed_loosely = file.hunks.iter().any(|h| {
-            h.stated_line == 0 || h.search != SearchKind::AtStatedLine || h.mode != MatchMode::Exact
+            h.stated_line == 0
+                || placed_far(h.search, h.applied_line, h.stated_line)
+                || h.mode != MatchMode::Exact
         });
         let echo = placed_loosely;
         if let (true, Some(content)) = (echo, &file.content) {
@@ -190,7 +192,7 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
             ];
             if h.stated_line == 0 {
                 notes.push(text(&config, TOOL, "placed_unanchored", &vars));
-            } else if h.search != SearchKind::AtStatedLine {
+            } else if placed_far(h.search, h.applied_line, h.stated_line) {
                 notes.push(text(&config, TOOL, "placed_offset", &vars));
             }
             if h.mode == MatchMode::IgnoringTrailingWhitespace {
@@ -370,4 +372,12 @@ fn fix_text(config: &AgentConfig, fix: &Fix) -> String {
         Fix::RecomputedHunkCounts { .. } => text(config, TOOL, "fix_counts", &[]),
         Fix::AddedPathPrefixes { .. } => text(config, TOOL, "fix_path_prefixes", &[]),
     }
+}
+
+/// A hunk whose exact context was found a few lines from its stated line
+/// (line numbers that did not count an earlier hunk's lines) landed where
+/// the model meant: saying so is noise. Farther away, it is worth a look.
+fn placed_far(search: SearchKind, applied: usize, stated: usize) -> bool {
+    const NEAR_LINES: usize = 10;
+    search != SearchKind::AtStatedLine && applied.abs_diff(stated) > NEAR_LINES
 }

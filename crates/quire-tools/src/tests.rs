@@ -839,8 +839,8 @@ async fn patch_result_shows_the_changed_lines_as_they_now_read() {
     let ws = workspace(&[("big.py", body.as_str())]);
     let mut ctx = ctx();
     read(&ws, &mut ctx, "big.py").await;
-    // Stated at line 10, found at 14: the model should see where it landed.
-    let patch = "--- a/big.py\n+++ b/big.py\n@@ -10,7 +10,7 @@\n line 14\n line 15\n line 16\n-line 17\n+LINE SEVENTEEN\n line 18\n line 19\n line 20\n";
+    // Stated at line 2, found at 14: the model should see where it landed.
+    let patch = "--- a/big.py\n+++ b/big.py\n@@ -2,7 +2,7 @@\n line 14\n line 15\n line 16\n-line 17\n+LINE SEVENTEEN\n line 18\n line 19\n line 20\n";
     let out = call(
         &tools(&ws),
         &mut ctx,
@@ -881,12 +881,22 @@ async fn patch_result_shows_the_changed_lines_as_they_now_read() {
 
 #[tokio::test]
 async fn patch_applied_away_from_its_stated_line_says_where() {
-    let body: String = (1..=20).map(|i| format!("l{i}\n")).collect();
+    let body: String = (1..=30).map(|i| format!("l{i}\n")).collect();
     let ws = workspace(&[("a.txt", &body)]);
     let mut ctx = ctx();
     read(&ws, &mut ctx, "a.txt").await;
-    // Stated at line 3; the lines are at 10-12.
-    let patch = "--- a/a.txt\n+++ b/a.txt\n@@ -3,3 +3,3 @@\n l10\n-l11\n+L11\n l12\n";
+    // A few lines off (an earlier hunk's lines not counted): nothing to say.
+    let near = "--- a/a.txt\n+++ b/a.txt\n@@ -20,3 +20,3 @@\n l24\n-l25\n+L25\n l26\n";
+    let out = call(&tools(&ws), &mut ctx, "apply_patch", json!({"patch": near})).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert!(!out.agent_view.contains("Placed"), "{}", out.agent_view);
+    assert!(
+        !out.agent_view.contains("L25"),
+        "not echoed: {}",
+        out.agent_view
+    );
+    // Stated at line 3; the lines are at 14-16: worth a look.
+    let patch = "--- a/a.txt\n+++ b/a.txt\n@@ -3,3 +3,3 @@\n l14\n-l15\n+L15\n l16\n";
     let out = call(
         &tools(&ws),
         &mut ctx,
@@ -900,7 +910,7 @@ async fn patch_applied_away_from_its_stated_line_says_where() {
         &[
             ("hunk", "1"),
             ("path", "a.txt"),
-            ("line", "10"),
+            ("line", "14"),
             ("stated", "3"),
         ],
     );
@@ -908,7 +918,7 @@ async fn patch_applied_away_from_its_stated_line_says_where() {
     assert!(
         std::fs::read_to_string(ws.root.join("a.txt"))
             .unwrap()
-            .contains("l10\nL11\nl12\n")
+            .contains("l14\nL15\nl16\n")
     );
 }
 
