@@ -43,7 +43,27 @@ pub(crate) async fn run(copy: &SessionCopy, command: Option<&str>, ctx: &mut Ctx
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let digest = digest_test_output(&output.output, output.exit_code);
-    let agent = render_digest(&config, &digest, output.exit_code, output.timed_out);
+    let mut agent = render_digest(&config, &digest, output.exit_code, output.timed_out);
+    // Did the tests the model added get collected? Say when the count moved.
+    let before = ctx
+        .state
+        .get_mut::<WorkspaceState>()
+        .last_test
+        .as_ref()
+        .and_then(|t| test_count(t.passed, t.failed, t.errors));
+    if let (Some(before), Some(now)) = (
+        before,
+        test_count(digest.passed, digest.failed, digest.errors),
+    ) && before != now
+    {
+        agent.push('\n');
+        agent.push_str(&text(
+            &config,
+            TOOL,
+            "count_changed",
+            &[("now", &now.to_string()), ("before", &before.to_string())],
+        ));
+    }
     tracing::info!(exit_code = ?output.exit_code, timed_out = output.timed_out, duration_ms, "tests ran");
 
     let summary = TestSummary {
@@ -89,6 +109,12 @@ pub(crate) async fn run(copy: &SessionCopy, command: Option<&str>, ctx: &mut Ctx
         user_view: output.output,
         ..out
     }
+}
+
+/// How many tests a run counted, when its summary said.
+fn test_count(passed: Option<u32>, failed: Option<u32>, errors: Option<u32>) -> Option<u32> {
+    (passed.is_some() || failed.is_some() || errors.is_some())
+        .then(|| passed.unwrap_or(0) + failed.unwrap_or(0) + errors.unwrap_or(0))
 }
 
 /// The model's view of a run: outcome line, failing tests, first errors.

@@ -1118,6 +1118,31 @@ async fn run_tests_digests_pytest_output() {
     assert_eq!(state.test_runs, 1);
     assert!(!state.edits_since_test);
     assert!(!ws.root.join("__pycache__").exists(), "no bytecode written");
+    assert!(
+        !out.agent_view.contains("previous run"),
+        "first run: {}",
+        out.agent_view
+    );
+
+    // A test added since: the next run says the count moved.
+    std::fs::write(
+        ws.root.join("test_more.py"),
+        "from calc import add\n\n\ndef test_neg():\n    assert add(-1, 1) == -2\n",
+    )
+    .unwrap();
+    let out = call(&runner, &mut ctx, "run_tests", json!({})).await;
+    assert!(
+        out.agent_view
+            .contains("3 tests ran; the previous run had 2."),
+        "{}",
+        out.agent_view
+    );
+    let out = call(&runner, &mut ctx, "run_tests", json!({})).await;
+    assert!(
+        !out.agent_view.contains("previous run"),
+        "same count: {}",
+        out.agent_view
+    );
 }
 
 #[tokio::test]
