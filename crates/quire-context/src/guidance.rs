@@ -104,6 +104,55 @@ fn fingerprint(call: &ToolCall, result: &str) -> u64 {
     hasher.finish()
 }
 
+/// What guidance knew before a resume, read back from the conversation: the
+/// loop window (each call with its result) and how often each reminder was
+/// sent, so a resumed session neither repeats capped reminders nor forgets
+/// a loop it was in.
+fn resumed_state(config: &AgentConfig, messages: &[Message]) -> GuidanceState {
+    let mut state = GuidanceState::default();
+    let mut calls: HashMap<&str, &ToolCall> = HashMap::new();
+    // A reminder is recognised by its text up to the first placeholder.
+    let prefixes: Vec<(&String, String)> = config
+        .reminders
+        .iter()
+        .map(|(key, r)| {
+            (
+                key,
+                r.text.split('{').next().unwrap_or("").trim().to_string(),
+            )
+        })
+        .filter(|(_, prefix)| prefix.chars().count() >= 12)
+        .collect();
+    let window = config.guidance.loop_window.max(1) as usize;
+    for message in messages {
+        let text = match message {
+            Message::Assistant { tool_calls, .. } => {
+                calls.extend(tool_calls.iter().map(|c| (c.id.as_str(), c)));
+                continue;
+            }
+            Message::Tool {
+                call_id, content, ..
+            } => {
+                if let Some(call) = calls.get(call_id.as_str()) {
+                    state.window.push_back(fingerprint(call, content));
+                    if state.window.len() > window {
+                        state.window.pop_front();
+                    }
+                }
+                content
+            }
+            Message::User { content } => content,
+            _ => continue,
+        };
+        for (key, prefix) in &prefixes {
+            if text.trim_start().starts_with(prefix.as_str()) {
+                *state.fired.entry((*key).clone()).or_insert(0) += 1;
+            }
+        }
+    }
+    state
+}
+
 /// Whether a file changed after the last test run, from the conversation
 /// itself (so it holds on resume and within the step that finishes).
 fn edits_since_test(config: &AgentConfig, messages: &[Message]) -> bool {
@@ -125,6 +174,19 @@ fn edits_since_test(config: &AgentConfig, messages: &[Message]) -> bool {
 impl Extension for GuidanceExtension {
     fn name(&self) -> &str {
         Self::NAME
+    }
+
+    /// A resumed session picks up its loop window and reminder counts.
+    async fn on_start(&self, ctx: &mut Ctx) -> Result<(), CoreError> {
+        if ctx
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Assistant { .. }))
+        {
+            let state = resumed_state(&ctx.config, &ctx.messages);
+            *ctx.state.get_mut::<GuidanceState>() = state;
+        }
+        Ok(())
     }
 
     async fn after_step(&self, ctx: &mut Ctx, step: &StepSummary) -> Result<Control, CoreError> {
@@ -200,5 +262,43 @@ impl Extension for GuidanceExtension {
             "open_todo",
             &[("items", &items.join("\n"))],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quire_config::{AgentSource, Loader};
+
+    #[test]
+    fn a_resumed_session_keeps_its_loop_window_and_reminder_counts() {
+        let config = Loader::default().load(&AgentSource::Builtin).unwrap();
+        let loop_text = render(
+            &config.reminders["loop_detected"].text,
+            &[("tool", "read_file"), ("count", "3")],
+        );
+        let mut messages = vec![Message::user("the task")];
+        for i in 0..3 {
+            let id = format!("c{i}");
+            messages.push(Message::assistant(
+                "",
+                vec![ToolCall::new(&id, "read_file", r#"{"path": "a.py"}"#)],
+            ));
+            messages.push(Message::tool(&id, "read_file", "same text", false));
+        }
+        messages.push(Message::user(loop_text));
+        let state = resumed_state(&config, &messages);
+        assert_eq!(state.window.len(), 3);
+        assert_eq!(
+            state
+                .window
+                .iter()
+                .collect::<std::collections::HashSet<_>>()
+                .len(),
+            1,
+            "the same call and result three times"
+        );
+        assert_eq!(state.fired.get("loop_detected"), Some(&1));
+        assert_eq!(state.fired.get("edit_failures"), None);
     }
 }
