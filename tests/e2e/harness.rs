@@ -1,3 +1,4 @@
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -60,24 +61,7 @@ impl Env {
 
     /// `quire` pointed at another model server (e.g. after a resume).
     pub fn quire_at(&self, base_url: &str) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_quire"));
-        cmd.env("QUIRE_HOME", self.home.path())
-            .env_remove("QUIRE_AGENT")
-            .env_remove("OPENAI_API_KEY")
-            .env("NO_COLOR", "1")
-            .args(["--base-url", base_url])
-            .args([
-                "-c",
-                "model.retry_base_delay_ms=10",
-                "-c",
-                "model.request_timeout_secs=10",
-                // No background note-taker racing the test for the scripted
-                // server; the notes tests turn it on or distill explicitly.
-                "-c",
-                "notes.auto_distill=false",
-            ])
-            .current_dir(self.home.path());
-        cmd
+        quire_in(self.home.path(), base_url)
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
@@ -118,4 +102,53 @@ pub fn kinds(events: &[StoredEvent]) -> Vec<String> {
 
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap()
+}
+
+/// Every file under `root` (test caches aside) and its bytes: compared
+/// before and after a kill, a half-written tree shows.
+pub fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == "__pycache__" || name == ".pytest_cache" {
+                continue;
+            }
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// `quire` on the data home `home`, talking to `base_url`, with fast
+/// retries and no background note-taker racing the test for the scripted
+/// server (the notes tests turn it on or distill explicitly).
+pub fn quire_in(home: &Path, base_url: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_quire"));
+    cmd.env("QUIRE_HOME", home)
+        .env_remove("QUIRE_AGENT")
+        .env_remove("OPENAI_API_KEY")
+        .env("NO_COLOR", "1")
+        .args(["--base-url", base_url])
+        .args([
+            "-c",
+            "model.retry_base_delay_ms=10",
+            "-c",
+            "model.request_timeout_secs=10",
+            "-c",
+            "notes.auto_distill=false",
+        ])
+        .current_dir(home);
+    cmd
 }

@@ -4,14 +4,13 @@
 //! either untouched or fully patched, never half.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use quire_testkit::rng::Rng;
 use quire_testkit::{Fault, Reply, Script, ScriptedServer, call};
 use serde_json::json;
 
-use crate::harness::Env;
+use crate::harness::{Env, snapshot};
 
 const OLD: &str = "    return round(price * (100 - percent) / 100, 2)";
 
@@ -65,32 +64,6 @@ fn resume_script() -> Script {
             Reply::ToolCalls(vec![call("run_tests", json!({}))])
         }
     })
-}
-
-/// Every file of the workspace (test caches aside) and its content.
-fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name == "__pycache__" || name == ".pytest_cache" {
-                continue;
-            }
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, root, out);
-            } else {
-                let rel = path
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                out.insert(rel, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use quire_testkit::rng::Rng;
 use quire_testkit::{Fault, RecordedRequest, Reply, Script, ScriptedServer, call};
 use serde_json::{Value, json};
 
-use crate::harness::{Env, copy_dir, stderr, stdout};
+use crate::harness::{Env, copy_dir, quire_in, stderr, stdout};
 
 pub(crate) const NOTE_TAKER: &str = "You keep the notebook of a coding agent";
 /// Every session's task names one tag; its note is titled after it.
@@ -191,25 +191,6 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     walk(dir, dir, &mut out);
     out.sort();
     out
-}
-
-fn quire_in(home: &Path, base_url: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_quire"));
-    cmd.env("QUIRE_HOME", home)
-        .env_remove("QUIRE_AGENT")
-        .env_remove("OPENAI_API_KEY")
-        .env("NO_COLOR", "1")
-        .args(["--base-url", base_url])
-        .args([
-            "-c",
-            "model.retry_base_delay_ms=10",
-            "-c",
-            "model.request_timeout_secs=10",
-            "-c",
-            "notes.auto_distill=false",
-        ])
-        .current_dir(home);
-    cmd
 }
 
 fn ok(out: Output, what: &str) -> String {

@@ -6,7 +6,6 @@
 //! are never touched: attempts work on copies.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,7 +15,7 @@ use quire_testkit::rng::Rng;
 use quire_testkit::{Fault, RecordedRequest, Reply, Script, ScriptedServer, call};
 use serde_json::{Value, json};
 
-use crate::harness::{Env, stderr, stdout};
+use crate::harness::{Env, snapshot, stderr, stdout};
 
 /// Each task: a marker of its prompt, the file, the buggy and fixed code.
 const TASKS: &[(&str, &str, &str, &str, &str)] = &[
@@ -70,28 +69,6 @@ fn script(seed: u64) -> Script {
         };
         Reply::Fault(Fault::Delay(Duration::from_millis(ms), Box::new(reply)))
     })
-}
-
-/// Every file of the suite (test caches aside) and its bytes.
-fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name == "__pycache__" || name == ".pytest_cache" {
-                continue;
-            }
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, root, out);
-            } else {
-                let rel = path.strip_prefix(root).unwrap().display().to_string();
-                out.insert(rel, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
 }
 
 fn the_run(env: &Env) -> Option<String> {
