@@ -7,7 +7,6 @@
 
 use proptest::prelude::*;
 use quire_llm::text_protocol::parse_tool_calls;
-use quire_testkit::fuzz;
 
 const TARGET: &str = "text_protocol";
 
@@ -39,19 +38,9 @@ fn check(input: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-#[test]
-fn every_corpus_file_passes() {
-    fuzz::check_corpus(&fuzz::corpus(TARGET), |input| {
-        check(input).unwrap_or_else(|e| panic!("{e}"))
-    });
-}
-
-proptest! {
-    #![proptest_config(fuzz::config(TARGET, CASES))]
-    #[test]
-    fn the_text_protocol_parser_never_panics_and_explains_rejections(
-        input in fuzz::inputs(&fuzz::corpus(TARGET))
-    ) {
-        check(&input)?;
-    }
-}
+quire_testkit::fuzz_target!(
+    TARGET,
+    CASES,
+    the_text_protocol_parser_never_panics_and_explains_rejections,
+    check
+);

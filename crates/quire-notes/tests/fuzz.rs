@@ -5,7 +5,6 @@
 //! `proptest-regressions.txt` and replayed first.
 
 use proptest::prelude::*;
-use quire_testkit::fuzz;
 
 const TARGET: &str = "frontmatter";
 
@@ -24,19 +23,9 @@ fn check(input: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-#[test]
-fn every_corpus_file_passes() {
-    fuzz::check_corpus(&fuzz::corpus(TARGET), |input| {
-        check(input).unwrap_or_else(|e| panic!("{e}"))
-    });
-}
-
-proptest! {
-    #![proptest_config(fuzz::config(TARGET, CASES))]
-    #[test]
-    fn frontmatter_parsing_never_panics_and_explains_rejections(
-        input in fuzz::inputs(&fuzz::corpus(TARGET))
-    ) {
-        check(&input)?;
-    }
-}
+quire_testkit::fuzz_target!(
+    TARGET,
+    CASES,
+    frontmatter_parsing_never_panics_and_explains_rejections,
+    check
+);

@@ -6,7 +6,6 @@
 
 use proptest::prelude::*;
 use quire_patch::{ApplyOptions, apply_patch, parse, repair};
-use quire_testkit::fuzz;
 
 const TARGET: &str = "patch";
 
@@ -34,19 +33,9 @@ fn check(input: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-#[test]
-fn every_corpus_file_passes() {
-    fuzz::check_corpus(&fuzz::corpus(TARGET), |input| {
-        check(input).unwrap_or_else(|e| panic!("{e}"))
-    });
-}
-
-proptest! {
-    #![proptest_config(fuzz::config(TARGET, CASES))]
-    #[test]
-    fn patch_parsing_repair_and_apply_never_panic(
-        input in fuzz::inputs(&fuzz::corpus(TARGET))
-    ) {
-        check(&input)?;
-    }
-}
+quire_testkit::fuzz_target!(
+    TARGET,
+    CASES,
+    patch_parsing_repair_and_apply_never_panic,
+    check
+);

@@ -301,6 +301,29 @@ pub fn inputs(seeds: &[Seed]) -> impl Strategy<Value = String> + use<> {
     ]
 }
 
+/// The two tests of a parser fuzz target: every corpus file as is, then
+/// `cases` generated inputs. `check` takes `&str` and returns
+/// `Result<(), TestCaseError>`; the calling crate depends on proptest.
+#[macro_export]
+macro_rules! fuzz_target {
+    ($target:expr, $cases:expr, $name:ident, $check:path) => {
+        #[test]
+        fn every_corpus_file_passes() {
+            $crate::fuzz::check_corpus(&$crate::fuzz::corpus($target), |input| {
+                $check(input).unwrap_or_else(|e| panic!("{e}"))
+            });
+        }
+
+        proptest::proptest! {
+            #![proptest_config($crate::fuzz::config($target, $cases))]
+            #[test]
+            fn $name(input in $crate::fuzz::inputs(&$crate::fuzz::corpus($target))) {
+                $check(&input)?;
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
