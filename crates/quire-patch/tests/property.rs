@@ -1,30 +1,7 @@
-//! Randomised round-trip and robustness tests with a tiny deterministic PRNG.
+//! Randomised round-trip and robustness tests with the testkit's deterministic PRNG.
 
 use quire_patch::{ApplyOptions, apply, apply_patch, parse, repair, unified_diff};
-
-/// xorshift64*: small, deterministic, good enough for test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
+use quire_testkit::rng::Rng;
 
 /// Lines chosen to be awkward: repeats, blanks, diff syntax as content.
 const VOCAB: &[&str] = &[
@@ -97,7 +74,7 @@ fn diff(old: &str, new: &str, radius: usize) -> String {
 
 #[test]
 fn random_edits_round_trip() {
-    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut rng = Rng::new(0x1234_5678_9abc_def1);
     let mut checked = 0;
     for round in 0..3000 {
         let old_lines = random_lines(&mut rng, 30, false);
@@ -135,7 +112,7 @@ fn random_edits_round_trip() {
 
 #[test]
 fn drifted_files_still_apply() {
-    let mut rng = Rng(0xdead_beef_cafe_f00d);
+    let mut rng = Rng::new(0xdead_beef_cafe_f00d);
     for round in 0..1000 {
         let old_lines = random_lines(&mut rng, 40, true);
         let new_lines = edit(&mut rng, &old_lines, true);
@@ -166,7 +143,7 @@ fn drifted_files_still_apply() {
 
 #[test]
 fn crlf_files_round_trip() {
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     for _ in 0..300 {
         let old_lines = random_lines(&mut rng, 20, true);
         let new_lines = edit(&mut rng, &old_lines, true);
@@ -225,7 +202,7 @@ fn garbage(rng: &mut Rng) -> String {
 
 #[test]
 fn garbage_never_panics() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     for _ in 0..20000 {
         let text = garbage(&mut rng);
         let content = garbage(&mut rng);
@@ -242,7 +219,7 @@ fn garbage_never_panics() {
 
 #[test]
 fn mutated_diffs_never_panic() {
-    let mut rng = Rng(99);
+    let mut rng = Rng::new(99);
     for _ in 0..3000 {
         let old_lines = random_lines(&mut rng, 15, false);
         let new_lines = edit(&mut rng, &old_lines, false);
@@ -318,7 +295,7 @@ fn damage(rng: &mut Rng, patch: &str) -> String {
 
 #[test]
 fn model_mistakes_are_repaired() {
-    let mut rng = Rng(2024);
+    let mut rng = Rng::new(2024);
     let mut ok = 0;
     let mut total = 0;
     for round in 0..2000 {

@@ -26,4 +26,9 @@ impl Rng {
             (self.next_u64() % n as u64) as usize
         }
     }
+
+    /// True `percent` times in a hundred.
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
 }
