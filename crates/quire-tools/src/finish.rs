@@ -10,6 +10,23 @@ use quire_workspace::SessionCopy;
 
 pub(crate) const TOOL: &str = "finish";
 
+/// Whether the latest reply ran the tests before this finish.
+fn tests_ran_in_this_reply(ctx: &Ctx) -> bool {
+    let Some(quire_types::Message::Assistant { tool_calls, .. }) = ctx
+        .messages
+        .iter()
+        .rev()
+        .find(|m| matches!(m, quire_types::Message::Assistant { .. }))
+    else {
+        return false;
+    };
+    let tests = &ctx.config.tool_roles.tests;
+    tool_calls
+        .iter()
+        .take_while(|c| c.name != TOOL)
+        .any(|c| tests.contains(&c.name))
+}
+
 pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) -> ToolOutput {
     let config = ctx.config.clone();
     let summary = str_arg(args, "summary").unwrap_or("").trim().to_string();
@@ -27,9 +44,15 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         }
     }
     if config.finish.require_tests_after_edit {
+        let tested_in_this_reply = tests_ran_in_this_reply(ctx);
         let state = ctx.state.get_mut::<WorkspaceState>();
         if state.test_command.is_some() && state.edits_since_test {
             return ToolOutput::error(text(&config, TOOL, "tests_not_run", &[]));
+        }
+        // A finish sent in the same reply as a test run was decided before
+        // its result: it stands only if the tests passed.
+        if tested_in_this_reply && state.last_test.as_ref().is_some_and(|t| !t.succeeded()) {
+            return ToolOutput::error(text(&config, TOOL, "tests_failed_this_reply", &[]));
         }
     }
     let agent = text(&config, TOOL, "done", &[]);

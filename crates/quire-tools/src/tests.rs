@@ -1186,6 +1186,61 @@ async fn run_tests_without_command() {
 // -------------------------------------------------------------------- finish
 
 #[tokio::test]
+async fn a_finish_sent_with_failing_tests_in_the_same_reply_is_refused() {
+    let ws = workspace(PYTEST_PROJECT);
+    let mut ctx = ctx();
+    let runner = TestRunner::new(
+        ws.copy.clone(),
+        Some("python3 -m pytest -q -p no:cacheprovider".into()),
+    );
+    runner.on_start(&mut ctx).await.unwrap();
+    let finisher = Finisher::new(ws.copy.clone());
+    // A change that leaves test_add failing.
+    std::fs::write(
+        ws.root.join("calc.py"),
+        "def add(a, b):\n    return a * b\n",
+    )
+    .unwrap();
+    let reply = |calls: &[&str]| {
+        quire_types::Message::assistant(
+            "",
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, name)| ToolCall::new(format!("c{i}"), *name, "{}"))
+                .collect(),
+        )
+    };
+    ctx.messages.push(reply(&["run_tests", "finish"]));
+    let out = call(&runner, &mut ctx, "run_tests", json!({})).await;
+    assert!(
+        out.agent_view.contains("Tests failed"),
+        "{}",
+        out.agent_view
+    );
+    let out = call(&finisher, &mut ctx, "finish", json!({"summary": "s"})).await;
+    assert!(out.is_error);
+    assert_eq!(
+        out.agent_view,
+        err_text(&ctx, "finish", "tests_failed_this_reply")
+    );
+    // Finishing in a later reply, having seen the failure, is the model's call.
+    ctx.messages.push(reply(&["finish"]));
+    let out = call(&finisher, &mut ctx, "finish", json!({"summary": "s"})).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    // Passing tests in the same reply: the finish stands.
+    std::fs::write(
+        ws.root.join("calc.py"),
+        "def add(a, b):\n    return a + b\n",
+    )
+    .unwrap();
+    ctx.messages.push(reply(&["run_tests", "finish"]));
+    call(&runner, &mut ctx, "run_tests", json!({})).await;
+    let out = call(&finisher, &mut ctx, "finish", json!({"summary": "s"})).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+}
+
+#[tokio::test]
 async fn finish_requires_a_change_and_tests_after_edits() {
     let ws = workspace(PYTEST_PROJECT);
     let mut ctx = ctx();
