@@ -112,31 +112,7 @@ pub(crate) fn edited_paths(call: &ToolCall) -> Vec<String> {
     if let Some(path) = str_arg(&args, "path") {
         return vec![normalize(path)];
     }
-    let Some(patch) = str_arg(&args, "patch") else {
-        return Vec::new();
-    };
-    let mut paths: Vec<String> = Vec::new();
-    for line in patch.lines() {
-        let Some(rest) = line
-            .strip_prefix("+++ ")
-            .or_else(|| line.strip_prefix("--- "))
-        else {
-            continue;
-        };
-        let name = rest.split('\t').next().unwrap_or("").trim();
-        if name == "/dev/null" || name.is_empty() {
-            continue;
-        }
-        let name = name
-            .strip_prefix("a/")
-            .or_else(|| name.strip_prefix("b/"))
-            .unwrap_or(name);
-        let name = normalize(name);
-        if !paths.contains(&name) {
-            paths.push(name);
-        }
-    }
-    paths
+    str_arg(&args, "patch").map_or_else(Vec::new, quire_patch::header_paths)
 }
 
 /// What a successful file tool did, in conversation order.

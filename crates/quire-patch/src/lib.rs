@@ -22,6 +22,6 @@ pub use apply::{
 };
 pub use model::{FilePatch, Hunk, HunkLine, Patch};
 pub use multi::{ChangeKind, FileOutcome, PatchError, PatchOutcome, apply_patch};
-pub use parse::{ParseError, parse};
+pub use parse::{ParseError, header_paths, parse};
 pub use render::{unified_diff, unified_hunks};
 pub use repair::{Fix, Repaired, repair};

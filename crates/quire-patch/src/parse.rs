@@ -428,6 +428,34 @@ fn unquote(raw: &str) -> String {
     out
 }
 
+/// The files a diff names in its `---`/`+++` lines, in order and once
+/// each (`a/`/`b/` and `./` dropped, `/dev/null` skipped), without parsing
+/// hunks: it also reads a patch whose body was faded from the context.
+pub fn header_paths(text: &str) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line
+            .strip_prefix("+++ ")
+            .or_else(|| line.strip_prefix("--- "))
+        else {
+            continue;
+        };
+        let name = rest.split('\t').next().unwrap_or("").trim();
+        if name == "/dev/null" || name.is_empty() {
+            continue;
+        }
+        let name = name
+            .strip_prefix("a/")
+            .or_else(|| name.strip_prefix("b/"))
+            .unwrap_or(name);
+        let name = name.trim().trim_start_matches("./").to_string();
+        if !paths.contains(&name) {
+            paths.push(name);
+        }
+    }
+    paths
+}
+
 /// Remove git's `a/` and `b/` prefixes when they are used consistently;
 /// paths without them are taken as they are.
 pub(crate) fn strip_prefixes(

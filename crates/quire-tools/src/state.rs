@@ -148,7 +148,7 @@ pub(crate) fn rebuild(
                         let paths: Vec<String> = match quire_patch::parse(&repaired.patch_text) {
                             Ok(patch) => patch.files.iter().map(|f| f.path().to_string()).collect(),
                             // Compaction fades a big patch to its `---`/`+++` lines.
-                            Err(_) => header_paths(text),
+                            Err(_) => quire_patch::header_paths(text),
                         };
                         for path in paths {
                             match hash_of(&path) {
@@ -182,28 +182,6 @@ pub(crate) fn rebuild(
         }
     }
     state
-}
-
-/// The files a diff's `+++` lines name (its `---` line for a deletion).
-fn header_paths(patch: &str) -> Vec<String> {
-    let mut paths: Vec<String> = Vec::new();
-    let mut old: Option<String> = None;
-    for line in patch.lines() {
-        let name = |rest: &str, prefix: &str| {
-            let name = rest.split('\t').next().unwrap_or("").trim();
-            (name != "/dev/null" && !name.is_empty())
-                .then(|| name.strip_prefix(prefix).unwrap_or(name).to_string())
-        };
-        if let Some(rest) = line.strip_prefix("--- ") {
-            old = name(rest, "a/");
-        } else if let Some(rest) = line.strip_prefix("+++ ")
-            && let Some(path) = name(rest, "b/").or_else(|| old.take())
-            && !paths.contains(&path)
-        {
-            paths.push(path);
-        }
-    }
-    paths
 }
 
 #[cfg(test)]
@@ -241,7 +219,7 @@ mod tests {
     fn a_faded_patch_still_names_the_files_it_changed() {
         let faded = "[900 characters faded]\n--- a/src/a.py\n+++ b/src/a.py\n--- a/gone.py\n+++ /dev/null\n--- /dev/null\n+++ b/new.py";
         assert_eq!(
-            super::header_paths(faded),
+            quire_patch::header_paths(faded),
             vec!["src/a.py".to_string(), "gone.py".into(), "new.py".into()]
         );
     }
