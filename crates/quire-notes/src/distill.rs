@@ -90,6 +90,8 @@ pub struct JobReport {
     pub credited: Vec<(String, &'static str)>,
     /// The note-taker's token usage.
     pub usage: Usage,
+    /// The note-taker's model calls.
+    pub calls: u32,
 }
 
 /// Processes distillation jobs against one store, notes folder and model.
@@ -163,6 +165,28 @@ impl Distiller {
         }
     }
 
+    /// [`Distiller::run_session`] that also takes the job over from a
+    /// worker that still holds its lease. For a caller that knows that
+    /// worker is dead: an eval learn run holds its run's lock, and its jobs
+    /// are claimed by nobody else, so a running job there was left by a
+    /// killed process and need not wait out the lease.
+    pub async fn take_over_session(
+        &self,
+        id: &SessionId,
+        interrupt: &Interrupt,
+    ) -> Result<Option<JobReport>, DistillError> {
+        let job = self.store()?.claim_distill_job(
+            Some(id),
+            &self.worker,
+            Duration::ZERO,
+            self.settings.max_attempts,
+        )?;
+        match job {
+            Some(job) => Ok(Some(self.process(job, interrupt).await?)),
+            None => Ok(None),
+        }
+    }
+
     /// Processes claimable jobs until none is left or `interrupt` fires.
     /// `each` sees every report as it is made.
     pub async fn run_pending(
@@ -226,6 +250,7 @@ impl Distiller {
             written: Vec::new(),
             credited: Vec::new(),
             usage: Usage::default(),
+            calls: 0,
         };
         let events: Vec<Event> = self
             .store()?
@@ -248,7 +273,7 @@ impl Distiller {
         } else if facts.tool_calls == 0 {
             Some("the session made no tool call".to_string())
         } else {
-            None
+            self.triage(&facts, &events)
         };
         if let Some(reason) = skip {
             let finished =
@@ -266,7 +291,7 @@ impl Distiller {
             .take_notes(&id, &facts, &events, &earlier, interrupt)
             .await;
         let store = self.store()?;
-        let (outcome, written, usage) = match run {
+        let (outcome, written, usage, calls) = match run {
             Ok(run) => run,
             Err(err) => {
                 let error = err.to_string();
@@ -277,6 +302,8 @@ impl Distiller {
             }
         };
         report.usage = usage;
+        report.calls = calls;
+        store.add_distill_usage(&id, &usage, calls)?;
         earlier.extend(written.iter().cloned());
         let all = serde_json::to_value(&earlier).unwrap_or_default();
         report.written = written;
@@ -375,7 +402,7 @@ impl Distiller {
         events: &[Event],
         earlier: &[WrittenNote],
         interrupt: &Interrupt,
-    ) -> Result<(LoopOutcome, Vec<WrittenNote>, Usage), DistillError> {
+    ) -> Result<(LoopOutcome, Vec<WrittenNote>, Usage, u32), DistillError> {
         let mut config = (*self.config).clone();
         config.limits.max_iterations = self.settings.max_iterations;
         // The coding agent's repair text points at `finish`; this agent ends
@@ -434,12 +461,105 @@ impl Distiller {
                 &[("notes", &list.join("\n"))],
             ));
         }
+        let existing = self.existing_notes(&facts.task, &facts.project);
+        if !existing.is_empty() {
+            first.push_str("\n\n");
+            first.push_str(&render(
+                config.message("notes_digest_existing"),
+                &[("notes", &existing)],
+            ));
+        }
         ctx.push_user("digest", first).map_err(CoreError::from)?;
         agent.start(&mut ctx).await?;
         let outcome = agent.run(&mut ctx, interrupt).await?;
         let written = ctx.state.get_mut::<NoteTakerState>().written.clone();
-        Ok((outcome, written, ctx.usage))
+        Ok((outcome, written, ctx.usage, ctx.iteration))
     }
+}
+
+impl Distiller {
+    /// A session with nothing new to teach is skipped without a model call
+    /// (see [`crate::triage`]).
+    fn triage(&self, facts: &SessionFacts, events: &[Event]) -> Option<String> {
+        let project = facts.project.trim();
+        if project.is_empty() {
+            return None;
+        }
+        let filter = crate::NoteFilter {
+            project: Some(project.to_string()),
+            status: Some(crate::Status::Active),
+            ..crate::NoteFilter::default()
+        };
+        let notes = self
+            .notes
+            .tree
+            .list(&filter)
+            .map_err(|err| tracing::warn!(%err, "cannot list the project's notes for triage"))
+            .ok()?;
+        crate::triage::nothing_to_learn(facts, events, &notes)
+    }
+}
+
+/// Notes of the project listed in the digest at most.
+const EXISTING_NOTES: usize = 6;
+/// Characters of a project map's body shown in the digest.
+const MAP_BODY_CHARS: usize = 2_000;
+
+impl Distiller {
+    /// The notes the note-taker would otherwise search for first: the best
+    /// matches for the task, a project map (`architecture`) with its text,
+    /// so that it can update instead of duplicate without a search or a
+    /// read (each call resends the digest).
+    fn existing_notes(&self, task: &str, project: &str) -> String {
+        let project = project.trim();
+        let hits = self
+            .notes
+            .index
+            .search_for_session(
+                task,
+                (!project.is_empty()).then_some(project),
+                EXISTING_NOTES,
+                usize::MAX,
+            )
+            .map_err(|err| tracing::warn!(%err, "cannot list existing notes for the digest"))
+            .unwrap_or_default();
+        let mut lines = Vec::new();
+        for hit in hits {
+            lines.push(format!(
+                "- {} [{}] {}: {}",
+                hit.id,
+                hit.kind.as_str(),
+                hit.title,
+                hit.description
+            ));
+            if hit.kind == crate::Kind::Architecture
+                && let Ok(Some(note)) = self.notes.tree.get(&hit.id)
+            {
+                let body = cut_at_line(note.body.trim(), MAP_BODY_CHARS);
+                for line in body.lines() {
+                    lines.push(format!("    {line}"));
+                }
+            }
+        }
+        lines.join("\n")
+    }
+}
+
+/// `text` up to `max` characters, cut at a line end.
+fn cut_at_line(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut kept = String::new();
+    for line in text.lines() {
+        if kept.chars().count() + line.chars().count() + 1 > max {
+            kept.push('…');
+            break;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    kept
 }
 
 fn credited_ids(job: &DistillJob, report: &JobReport) -> Vec<String> {

@@ -27,6 +27,7 @@ mod stale;
 #[cfg(test)]
 mod testutil;
 mod tree;
+pub mod triage;
 
 pub use digest::{DigestLimits, DigestOptions, digest};
 pub use distill::{DistillError, DistillSettings, Distiller, JobOutcome, JobReport};
@@ -64,6 +65,7 @@ mod texts {
             "notes_error_hint",
             "notes_digest",
             "notes_digest_resumed",
+            "notes_digest_existing",
             "notes_no_tool_call",
         ] {
             assert!(

@@ -275,7 +275,7 @@ impl NoteTools {
         };
         if !matches!(
             field,
-            "body" | "description" | "keywords" | "error_signatures"
+            "body" | "description" | "keywords" | "error_signatures" | "files" | "symbols"
         ) {
             return msg("bad_field", &[]);
         }
@@ -305,6 +305,11 @@ impl NoteTools {
             "keywords" => {
                 edit_entries(&mut changed.meta.keywords, old, new).map_err(|_| Edit::EntryMissing)
             }
+            // A note whose files or symbols moved is corrected, not left stale.
+            "files" => edit_entries(&mut changed.meta.provenance.files, old, new)
+                .map_err(|_| Edit::EntryMissing),
+            "symbols" => edit_entries(&mut changed.meta.provenance.symbols, old, new)
+                .map_err(|_| Edit::EntryMissing),
             _ => edit_entries(&mut changed.meta.error_signatures, old, new)
                 .map_err(|_| Edit::EntryMissing),
         };
@@ -313,10 +318,11 @@ impl NoteTools {
             Err(Edit::Missing) => return msg("old_missing", &[]),
             Err(Edit::Ambiguous(n)) => return msg("old_ambiguous", &[("count", &n.to_string())]),
             Err(Edit::EntryMissing) => {
-                let entries = if field == "keywords" {
-                    &note.meta.keywords
-                } else {
-                    &note.meta.error_signatures
+                let entries = match field {
+                    "keywords" => &note.meta.keywords,
+                    "files" => &note.meta.provenance.files,
+                    "symbols" => &note.meta.provenance.symbols,
+                    _ => &note.meta.error_signatures,
                 };
                 let listed = if entries.is_empty() {
                     "none".to_string()
@@ -332,6 +338,8 @@ impl NoteTools {
             n.meta.description = changed.meta.description;
             n.meta.keywords = changed.meta.keywords;
             n.meta.error_signatures = changed.meta.error_signatures;
+            n.meta.provenance.files = changed.meta.provenance.files;
+            n.meta.provenance.symbols = changed.meta.provenance.symbols;
             if !n.meta.provenance.sessions.contains(&session) {
                 n.meta.provenance.sessions.push(session);
             }
@@ -590,9 +598,49 @@ mod tests {
         )
         .await;
         assert!(!sig.is_error, "{}", sig.agent_view);
+        // Files and symbols can be corrected when the code moves.
+        let files_before = f
+            .tree
+            .get(note.id())
+            .unwrap()
+            .unwrap()
+            .meta
+            .provenance
+            .files;
+        let moved = run(
+            &f,
+            &mut ctx,
+            UPDATE,
+            serde_json::json!({"id": note.id(), "field": "files", "old": files_before[0], "new": "src/moved.py"}),
+        )
+        .await;
+        assert!(!moved.is_error, "{}", moved.agent_view);
+        let symbol = run(
+            &f,
+            &mut ctx,
+            UPDATE,
+            serde_json::json!({"id": note.id(), "field": "symbols", "old": "", "new": "Cart.total"}),
+        )
+        .await;
+        assert!(!symbol.is_error, "{}", symbol.agent_view);
         let after = f.tree.get(note.id()).unwrap().unwrap();
         assert!(after.body.contains("pytest.ini sets no pythonpath."));
         assert_eq!(after.meta.error_signatures.len(), 2);
+        assert!(
+            after
+                .meta
+                .provenance
+                .files
+                .contains(&"src/moved.py".to_string())
+        );
+        assert!(!after.meta.provenance.files.contains(&files_before[0]));
+        assert!(
+            after
+                .meta
+                .provenance
+                .symbols
+                .contains(&"Cart.total".to_string())
+        );
         assert_eq!(
             f.tree.list(&NoteFilter::default()).unwrap().len(),
             1,
@@ -640,6 +688,8 @@ mod tests {
             actions,
             vec![
                 NoteAction::Created,
+                NoteAction::Updated,
+                NoteAction::Updated,
                 NoteAction::Updated,
                 NoteAction::Updated,
                 NoteAction::Created,

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use quire_config::{AgentConfig, render};
 use quire_core::{Agent, Ctx, EventSink, Interrupt, LoopOutcome, pair_tool_calls, rebuild_history};
 use quire_llm::ModelClient;
+use quire_notes::NotesPaths;
 use quire_store::{NewSession, SessionRow, SessionStatus, Store, Totals};
 use quire_types::{EventKind, Redactor, SessionId};
 use quire_workspace::{SessionCopy, digest_test_output, run_command, unified_diff};
@@ -43,6 +44,18 @@ pub struct SessionReport {
     pub work_dir: PathBuf,
 }
 
+/// What a session leaves for the note-taker when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotesWrites {
+    /// A job for whoever distills with this config (`quire notes distill`).
+    Queue,
+    /// A job bound to this runner's notes tree, claimed only by session
+    /// (an eval learn run distills its own sessions into its own tree).
+    QueueForTree,
+    /// Nothing: the notes are read-only for these sessions.
+    ReadOnly,
+}
+
 /// Creates and resumes sessions for one agent configuration.
 pub struct Runner {
     home: DataHome,
@@ -53,6 +66,9 @@ pub struct Runner {
     store: Arc<Mutex<Store>>,
     /// Secrets (the model key, `notes.secret_env`) kept out of the store and notes.
     redactor: Redactor,
+    /// The notes sessions see: the config's, unless [`Runner::with_notes`].
+    notes: NotesPaths,
+    notes_writes: NotesWrites,
 }
 
 /// A session in progress: everything the drive loop needs.
@@ -75,6 +91,7 @@ impl Runner {
         let mut redactor = Redactor::new();
         redactor.add_env_secrets(config.secret_env_names());
         let store = Store::open(&home.db_path())?.with_redactor(redactor.clone());
+        let notes = home.notes_paths(&config);
         Ok(Runner {
             home,
             config,
@@ -82,7 +99,17 @@ impl Runner {
             summary_client: None,
             store: Arc::new(Mutex::new(store)),
             redactor,
+            notes,
+            notes_writes: NotesWrites::Queue,
         })
+    }
+
+    /// Sessions read (and, per `writes`, leave jobs for) this notes tree
+    /// instead of the config's: an eval run's own notes.
+    pub fn with_notes(mut self, paths: NotesPaths, writes: NotesWrites) -> Runner {
+        self.notes = paths;
+        self.notes_writes = writes;
+        self
     }
 
     /// Uses `client` for compaction's summary call instead of the default
@@ -285,7 +312,7 @@ impl Runner {
             summary_client: self.summary_client(),
             task: info.task.clone(),
             project: info.project.clone(),
-            notes: self.home.notes_paths(&self.config),
+            notes: self.notes.clone(),
             redactor: self.redactor.clone(),
             command_approver: Arc::new(crate::approval::CommandApproval(approver.clone())),
         };
@@ -551,9 +578,16 @@ impl Runner {
         self.with_store(|s| s.finish_session(&live.id, status.clone(), Some(&outcome), &totals))?;
         // What the session learnt is distilled into notes later, by a worker
         // (`quire notes distill`); an interrupted session has not ended yet.
+        let tree = self.notes.root.display().to_string();
+        let job_tree = match self.notes_writes {
+            NotesWrites::Queue => Some(None),
+            NotesWrites::QueueForTree => Some(Some(tree.as_str())),
+            NotesWrites::ReadOnly => None,
+        };
         if live.ctx.config.notes.enabled
             && reason != EndReason::Interrupted
-            && let Err(err) = self.with_store(|s| s.queue_distill_job(&live.id))
+            && let Some(job_tree) = job_tree
+            && let Err(err) = self.with_store(|s| s.queue_distill_job_into(&live.id, job_tree))
         {
             tracing::warn!(%err, "could not queue note distillation");
         }

@@ -13,7 +13,7 @@ mod sink;
 mod workspace_info;
 
 pub use approval::{Approver, AutoApprove, Decision, ProposedChange};
-pub use driver::{EndReason, RunOptions, Runner, SessionReport};
+pub use driver::{EndReason, NotesWrites, RunOptions, Runner, SessionReport};
 pub use error::SessionError;
 pub use home::DataHome;
 pub use registry::{

@@ -13,12 +13,12 @@ use std::fmt;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use quire_types::SessionId;
+use quire_types::{SessionId, Usage};
 use rusqlite::types::Type;
 use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
-use crate::convert::{fmt_ts, parse_ts, to_u32};
+use crate::convert::{fmt_ts, parse_ts, to_u32, to_u64};
 use crate::{Store, StoreError};
 
 /// Where a job stands.
@@ -79,27 +79,51 @@ pub struct DistillJob {
     pub credited: Vec<String>,
     /// The note-taker's closing line.
     pub summary: Option<String>,
+    /// The notes tree this job writes to; `None`: the distilling worker's
+    /// own (its config's). Set for eval learn runs, whose jobs only they claim.
+    pub notes_root: Option<String>,
+    /// What the note-taker spent on this job, over all its attempts.
+    pub usage: Usage,
+    /// The note-taker's model calls, over all attempts.
+    pub calls: u32,
 }
 
 const COLUMNS: &str = "session_id, status, attempts, worker, queued_at, claimed_at, \
-    heartbeat_at, finished_at, error, notes_written, credited, summary";
+    heartbeat_at, finished_at, error, notes_written, credited, summary, notes_root, \
+    prompt_tokens, completion_tokens, cached_tokens, calls";
 
 impl Store {
     /// Queues distillation of a session that ended. A session already
     /// queued keeps its job; one distilled before (it was resumed and ended
     /// again) is queued again. Returns whether a job is now pending.
     pub fn queue_distill_job(&self, id: &SessionId) -> Result<bool, StoreError> {
+        self.queue_distill_job_into(id, None)
+    }
+
+    /// [`Store::queue_distill_job`] for a given notes tree (`None`: the
+    /// distilling worker's own). A job with a tree is claimed only by
+    /// session ([`Store::claim_distill_job`] with `only`), never from the
+    /// general queue, so `quire notes distill --pending` cannot write an
+    /// eval run's lessons into the user's notes.
+    pub fn queue_distill_job_into(
+        &self,
+        id: &SessionId,
+        notes_root: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let now = fmt_ts(Utc::now());
         let changed = self
             .conn
             .execute(
-                "INSERT INTO distill_jobs (session_id, status, queued_at) VALUES (?1, 'pending', ?2) \
+                "INSERT INTO distill_jobs (session_id, status, queued_at, notes_root) \
+                 VALUES (?1, 'pending', ?2, ?3) \
                  ON CONFLICT(session_id) DO UPDATE SET status = 'pending', attempts = 0, \
-                 queued_at = ?2, error = NULL, finished_at = NULL \
+                 queued_at = ?2, error = NULL, finished_at = NULL, notes_root = ?3 \
                  WHERE status IN ('done', 'failed')",
-                params![id.as_str(), now],
+                params![id.as_str(), now, notes_root],
             )
-            .map_err(|source| self.sqlite(format!("queueing distillation of session {id}"), source))?;
+            .map_err(|source| {
+                self.sqlite(format!("queueing distillation of session {id}"), source)
+            })?;
         if changed == 0 {
             return Ok(self
                 .distill_job(id)?
@@ -131,6 +155,7 @@ impl Store {
                     "SELECT session_id, attempts FROM distill_jobs \
                      WHERE (status = 'pending' OR (status = 'running' AND heartbeat_at < ?1)) \
                      AND (?2 IS NULL OR session_id = ?2) \
+                     AND (?2 IS NOT NULL OR notes_root IS NULL) \
                      ORDER BY queued_at, session_id LIMIT 1",
                     params![cutoff, only.map(SessionId::as_str)],
                     |row| Ok((row.get(0)?, to_u32(row.get(1)?))),
@@ -242,6 +267,34 @@ impl Store {
              WHERE session_id = ?1 AND worker = ?2 AND status = 'running'",
             &[&error, &max],
         )
+    }
+
+    /// Adds what one attempt of the note-taker spent (recorded whether the
+    /// attempt succeeded or not: failed attempts are part of the cost).
+    pub fn add_distill_usage(
+        &self,
+        id: &SessionId,
+        usage: &Usage,
+        calls: u32,
+    ) -> Result<(), StoreError> {
+        let to_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.conn
+            .execute(
+                "UPDATE distill_jobs SET prompt_tokens = prompt_tokens + ?2, \
+                 completion_tokens = completion_tokens + ?3, cached_tokens = cached_tokens + ?4, \
+                 calls = calls + ?5 WHERE session_id = ?1",
+                params![
+                    id.as_str(),
+                    to_i64(usage.prompt_tokens),
+                    to_i64(usage.completion_tokens),
+                    to_i64(usage.cached_tokens),
+                    i64::from(calls)
+                ],
+            )
+            .map_err(|source| {
+                self.sqlite(format!("recording distillation cost of {id}"), source)
+            })?;
+        Ok(())
     }
 
     /// Gives a job back untouched (the worker was interrupted): pending
@@ -382,5 +435,12 @@ fn read_job(row: &Row<'_>) -> rusqlite::Result<DistillJob> {
         notes_written: json(9)?,
         credited,
         summary: row.get(11)?,
+        notes_root: row.get(12)?,
+        usage: Usage {
+            prompt_tokens: to_u64(row.get(13)?),
+            completion_tokens: to_u64(row.get(14)?),
+            cached_tokens: to_u64(row.get(15)?),
+        },
+        calls: to_u32(row.get(16)?),
     })
 }

@@ -121,6 +121,16 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX idx_distill_jobs_status ON distill_jobs(status, queued_at);
     "#,
+    // 4: where a job's notes go (NULL: the notes of whoever distills it; an
+    // eval learn run's own tree otherwise, claimed only by that run), and
+    // what the note-taker spent on it, summed over its attempts.
+    r#"
+    ALTER TABLE distill_jobs ADD COLUMN notes_root TEXT;
+    ALTER TABLE distill_jobs ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE distill_jobs ADD COLUMN completion_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE distill_jobs ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE distill_jobs ADD COLUMN calls INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build writes and understands.

@@ -222,3 +222,40 @@ fn an_interrupted_worker_gives_the_job_back() {
     let job = store.distill_job(&id).unwrap().unwrap();
     assert_eq!((job.status, job.attempts), (DistillStatus::Pending, 0));
 }
+
+#[test]
+fn a_job_for_another_notes_tree_is_claimed_only_by_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = store_with_session(&dir);
+    assert!(
+        store
+            .queue_distill_job_into(&id, Some("/runs/r1/notes"))
+            .unwrap()
+    );
+    assert!(
+        store
+            .claim_distill_job(None, "general", LEASE, 3)
+            .unwrap()
+            .is_none(),
+        "the general queue must not take an eval run's job"
+    );
+    let job = store
+        .claim_distill_job(Some(&id), "learner", LEASE, 3)
+        .unwrap()
+        .unwrap();
+    assert_eq!(job.notes_root.as_deref(), Some("/runs/r1/notes"));
+
+    // The note-taker's cost adds up over attempts, failed ones included.
+    let usage = quire_types::Usage {
+        prompt_tokens: 1_000,
+        completion_tokens: 50,
+        cached_tokens: 600,
+    };
+    store.add_distill_usage(&id, &usage, 2).unwrap();
+    store.add_distill_usage(&id, &usage, 1).unwrap();
+    let job = store.distill_job(&id).unwrap().unwrap();
+    assert_eq!(job.usage.prompt_tokens, 2_000);
+    assert_eq!(job.usage.completion_tokens, 100);
+    assert_eq!(job.usage.cached_tokens, 1_200);
+    assert_eq!(job.calls, 3);
+}

@@ -1,0 +1,203 @@
+//! Which finished sessions are worth a note-taker's model calls.
+//!
+//! Distilling costs a model conversation per session. A session that went
+//! right without a single tool error or protocol repair, on files the
+//! project's notes already name, has nothing to teach that the notes do
+//! not already say: it is skipped without a model call. Everything else
+//! (the first session on a project, any error, any file the notes do not
+//! know yet) goes to the note-taker.
+
+use std::collections::BTreeSet;
+
+use quire_types::{Event, EventKind};
+
+use crate::facts::SessionFacts;
+use crate::note::Note;
+
+/// The workspace paths a session read or changed, from its tool calls'
+/// `path` arguments and the `+++` lines of patches it applied.
+pub fn paths_touched(events: &[Event]) -> BTreeSet<String> {
+    let mut paths = BTreeSet::new();
+    for event in events {
+        let EventKind::ToolCallStarted { arguments, .. } = &event.kind else {
+            continue;
+        };
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) else {
+            continue;
+        };
+        if let Some(path) = value.get("path").and_then(|p| p.as_str()) {
+            let path = path.trim().trim_start_matches("./");
+            if !path.is_empty() {
+                paths.insert(path.to_string());
+            }
+        }
+        if let Some(patch) = value.get("patch").and_then(|p| p.as_str()) {
+            for line in patch.lines() {
+                if let Some(rest) = line.strip_prefix("+++ ") {
+                    let path = rest.trim().trim_start_matches("b/");
+                    if path != "/dev/null" && !path.is_empty() {
+                        paths.insert(path.to_string());
+                    }
+                }
+            }
+        }
+    }
+    paths
+}
+
+/// Why the session can be skipped, or `None` when the note-taker should
+/// see it. `project_notes` are the project's active notes.
+pub fn nothing_to_learn(
+    facts: &SessionFacts,
+    events: &[Event],
+    project_notes: &[Note],
+) -> Option<String> {
+    if project_notes.is_empty() || facts.verdict() != Some(crate::facts::Verdict::Helpful) {
+        return None;
+    }
+    let troubled = events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::ToolResult { is_error: true, .. } | EventKind::ProtocolRepair { .. }
+        )
+    });
+    if troubled {
+        return None;
+    }
+    let touched = paths_touched(events);
+    if touched.is_empty() {
+        return None;
+    }
+    let known = |path: &str| {
+        project_notes
+            .iter()
+            .any(|n| n.meta.provenance.files.iter().any(|f| f == path) || n.body.contains(path))
+    };
+    if touched.iter().all(|p| known(p)) {
+        Some(format!(
+            "nothing new to learn: the change went through without an error, on files the project's notes already cover ({})",
+            touched.into_iter().collect::<Vec<_>>().join(", ")
+        ))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Kind, NewNote, NoteTree, Provenance};
+
+    fn call(name: &str, args: serde_json::Value) -> Event {
+        Event::now(EventKind::ToolCallStarted {
+            call_id: "c".into(),
+            name: name.into(),
+            arguments: args.to_string(),
+        })
+    }
+
+    fn result(is_error: bool) -> Event {
+        Event::now(EventKind::ToolResult {
+            call_id: "c".into(),
+            name: "edit_file".into(),
+            views: quire_types::ToolResultViews {
+                agent_view: String::new(),
+                user_view: String::new(),
+            },
+            is_error,
+            duration_ms: 0,
+        })
+    }
+
+    fn ended() -> Vec<Event> {
+        vec![
+            Event::now(EventKind::Patch {
+                diff: "+x".into(),
+                files: vec!["src/a.py".into()],
+            }),
+            Event::now(EventKind::SessionEnded {
+                status: "completed".into(),
+                outcome: "applied".into(),
+                usage: Default::default(),
+                iterations: 3,
+                tool_calls: 3,
+                elapsed_ms: 1,
+                cost_usd: 0.0,
+            }),
+        ]
+    }
+
+    fn map_note(dir: &std::path::Path) -> Note {
+        let tree = NoteTree::open(dir).unwrap();
+        tree.create(
+            NewNote::project("p", "map", Kind::Architecture, "Map of p")
+                .description("layout")
+                .provenance(Provenance {
+                    files: vec!["src/a.py".into()],
+                    ..Provenance::default()
+                })
+                .body("- src/a.py: the code\n- tests/test_a.py: its tests"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_clean_session_on_known_files_is_skipped_and_anything_else_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = vec![map_note(dir.path())];
+        let clean: Vec<Event> = [
+            call("read_file", serde_json::json!({"path": "src/a.py"})),
+            result(false),
+            call(
+                "apply_patch",
+                serde_json::json!({"patch": "--- a/tests/test_a.py\n+++ b/tests/test_a.py\n@@ -1 +1 @@\n-x\n+y\n"}),
+            ),
+            result(false),
+        ]
+        .into_iter()
+        .chain(ended())
+        .collect();
+        let facts = SessionFacts::from_events(&clean);
+        let why = nothing_to_learn(&facts, &clean, &notes);
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains("src/a.py, tests/test_a.py")),
+            "{why:?}"
+        );
+
+        // No notes yet for the project: always distilled.
+        assert!(nothing_to_learn(&facts, &clean, &[]).is_none());
+
+        // A tool error: distilled.
+        let mut troubled = clean.clone();
+        troubled.insert(2, result(true));
+        let facts_t = SessionFacts::from_events(&troubled);
+        assert!(nothing_to_learn(&facts_t, &troubled, &notes).is_none());
+
+        // A file the notes do not name: distilled.
+        let mut new_file = clean.clone();
+        new_file.insert(
+            0,
+            call("read_file", serde_json::json!({"path": "src/b.py"})),
+        );
+        let facts_n = SessionFacts::from_events(&new_file);
+        assert!(nothing_to_learn(&facts_n, &new_file, &notes).is_none());
+
+        // A failed session: distilled (it may be worth a hindsight note).
+        let failed: Vec<Event> = clean[..4]
+            .iter()
+            .cloned()
+            .chain([Event::now(EventKind::SessionEnded {
+                status: "failed".into(),
+                outcome: "tests failed".into(),
+                usage: Default::default(),
+                iterations: 3,
+                tool_calls: 3,
+                elapsed_ms: 1,
+                cost_usd: 0.0,
+            })])
+            .collect();
+        let facts_f = SessionFacts::from_events(&failed);
+        assert!(nothing_to_learn(&facts_f, &failed, &notes).is_none());
+    }
+}
