@@ -11,6 +11,7 @@ mod eval;
 mod kill9;
 mod kill9_distill;
 mod kill9_eval;
+mod learn;
 mod meta;
 mod notes;
 mod resume;

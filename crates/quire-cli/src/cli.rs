@@ -217,6 +217,21 @@ pub enum EvalCommand {
         #[arg(long)]
         markdown: bool,
     },
+    /// A learn run against a baseline, task by task in the learn run's order: tokens, model
+    /// calls, wall time and resolved for both arms, what notes and distillation cost,
+    /// cumulative savings, the paired difference with a bootstrap interval, and an SVG curve.
+    Curve {
+        /// The learn run(s): ids or unique prefixes, comma-separated for repeat runs of the arm.
+        learn: String,
+        /// The baseline run(s) (e.g. `--notes off`), comma-separated likewise.
+        baseline: String,
+        /// Where to write the SVG learning curve (default: curve-<learn run>.svg in the
+        /// learn run's folder under the data home).
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Past runs, newest first, with agent, config hash, suite, split and headline figures.
     List {
         #[arg(long)]
@@ -245,6 +260,15 @@ pub struct EvalRunArgs {
     /// Seconds per attempt; past it the session is interrupted and the attempt is a timeout.
     #[arg(long, default_value_t = 900, value_name = "SECS")]
     pub timeout: u64,
+    /// The learning protocol: tasks one after another in the suite's order, each session
+    /// distilled into the run's own notes before the next task starts.
+    #[arg(long)]
+    pub learn: bool,
+    /// `off` (none shown, none written; the default without --learn) or
+    /// `from=<run|home|path>`: start from a copy of the notes another run learnt, this data
+    /// home's notes, or a notes folder (read-only unless --learn).
+    #[arg(long, value_name = "off|from=SOURCE")]
+    pub notes: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

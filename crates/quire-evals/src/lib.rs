@@ -15,7 +15,9 @@
 
 mod check;
 mod compare;
+mod curve;
 mod error;
+mod learning;
 mod metadata;
 mod report;
 mod runner;
@@ -25,7 +27,14 @@ mod tree;
 
 pub use check::{CheckOptions, SuiteCheck, TaskCheck, check_suite, check_task};
 pub use compare::{Comparison, Pair, Side};
+pub use curve::{
+    ArmPoint, ArmRun, ArmTotals, CurveError, CurvePoint, CurveTotals, DistillPoint, LearningCurve,
+    NotesPoint,
+};
 pub use error::EvalError;
+pub use learning::{
+    DistillCost, DistillState, LearnEnd, Learner, NotesPlan, NotesUse, copy_notes, run_notes_dirs,
+};
 pub use metadata::TaskMetadata;
 pub use report::{ReportTotals, RunReport, pct, secs, short_hash, tokens_text};
 pub use runner::{

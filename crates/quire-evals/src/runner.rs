@@ -18,13 +18,14 @@ use quire_session::{
     WorkspaceInfo,
 };
 use quire_store::{
-    EvalOutcome, EvalResultRow, EvalResultStatus, EvalRunRow, EvalRunStatus, NewEvalRun,
-    SessionStatus, Store, StoreError,
+    DistillJob, DistillStatus, EvalOutcome, EvalResultRow, EvalResultStatus, EvalRunRow,
+    EvalRunStatus, NewEvalRun, SessionStatus, Store, StoreError,
 };
 use quire_types::SessionId;
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvalError;
+use crate::learning::{LearnEnd, Learner, NotesPlan, NotesUse};
 use crate::suite::{Selection, Suite, Task};
 use crate::tree::{TestRun, agent_view, install_evaluation, run_tests};
 
@@ -134,6 +135,10 @@ pub trait Progress: Send + Sync {
     fn attempt_finished(&self, _result: &EvalResultRow) {}
     /// The user stopped it; it stays to do.
     fn attempt_interrupted(&self, _task: &str, _attempt: u32) {}
+    /// A learn run distills the attempt's session before the next task.
+    fn distill_started(&self, _task: &str, _attempt: u32) {}
+    /// `job` as it stands afterwards (its cost, its notes).
+    fn distill_finished(&self, _task: &str, _attempt: u32, _job: Option<&DistillJob>) {}
 }
 
 /// Watches nothing.
@@ -154,12 +159,27 @@ pub struct RunPlan {
     pub model: String,
     /// How the run was asked for (kept for `resume`).
     pub args: serde_json::Value,
+    /// Where sessions get notes; kept in `args.notes`.
+    pub notes: NotesPlan,
 }
 
 /// Creates a run with one pending result per (task, attempt), attempt-major
 /// (every task once, then every task again, …) so a cut-short run still has
 /// a whole first pass. Tasks with unusable metadata are refused up front.
 pub fn create_run(store: &Store, suite: &Suite, plan: &RunPlan) -> Result<EvalRunRow, EvalError> {
+    if plan.notes.learns() && (plan.repeat > 1 || plan.jobs > 1) {
+        return Err(EvalError::Selection(
+            "a learn run runs each task once, one at a time (--repeat 1 --jobs 1); \
+             repeat the protocol with separate runs"
+                .into(),
+        ));
+    }
+    let mut args = plan.args.clone();
+    if let Some(map) = args.as_object_mut() {
+        map.insert("notes".into(), serde_json::json!(plan.notes));
+    } else {
+        args = serde_json::json!({ "notes": plan.notes });
+    }
     for id in &plan.selection.tasks {
         let task = suite.task(id).ok_or_else(|| EvalError::Task {
             task: id.clone(),
@@ -194,7 +214,7 @@ pub fn create_run(store: &Store, suite: &Suite, plan: &RunPlan) -> Result<EvalRu
             repeat,
             jobs: plan.jobs.max(1),
             timeout_secs: plan.timeout.as_secs(),
-            args: plan.args.clone(),
+            args,
         },
         &attempts,
     )?;
@@ -215,6 +235,9 @@ pub struct Settings {
     /// After an interrupt, how long a session may take to wind down before
     /// it is abandoned (a tool call that does not notice the interrupt).
     pub grace: Duration,
+    /// Characters of the notes tools' descriptions and schemas, for the
+    /// notes' share of each prompt ([`NotesUse::prompt_tokens`]).
+    pub notes_tool_chars: u64,
 }
 
 impl Settings {
@@ -225,6 +248,7 @@ impl Settings {
             test_timeout: Duration::from_secs(300),
             output_cap_bytes: 200_000,
             grace: Duration::from_secs(20),
+            notes_tool_chars: 0,
         }
     }
 }
@@ -246,6 +270,7 @@ pub struct EvalRunner {
     evals_dir: PathBuf,
     progress: Arc<dyn Progress>,
     stop: Interrupt,
+    learner: Option<Arc<dyn Learner>>,
 }
 
 /// What the attempts of one execution share.
@@ -258,6 +283,8 @@ struct Shared {
     evaluation_command: String,
     settings: Settings,
     stop: Interrupt,
+    /// Record what notes did in each attempt (the run shows notes).
+    notes_shown: bool,
 }
 
 impl Shared {
@@ -307,7 +334,14 @@ impl EvalRunner {
             evals_dir,
             progress: Arc::new(NoProgress),
             stop: Interrupt::new(),
+            learner: None,
         }
+    }
+
+    /// Who distills the sessions of learn runs (required for them).
+    pub fn with_learner(mut self, learner: Arc<dyn Learner>) -> Self {
+        self.learner = Some(learner);
+        self
     }
 
     pub fn with_progress(mut self, progress: Arc<dyn Progress>) -> Self {
@@ -345,12 +379,27 @@ impl EvalRunner {
         let run = with_store(&self.store, |s| s.get_eval_run(run_id))?
             .ok_or_else(|| EvalError::RunNotFound(run_id.to_string()))?;
         let results = with_store(&self.store, |s| s.eval_results(run_id))?;
+        let plan = NotesPlan::of_run(&run.args);
+        let learner = match (&plan, &self.learner) {
+            (NotesPlan::Learn { .. }, None) => {
+                return Err(EvalError::Run {
+                    run: run_id.to_string(),
+                    message: "a learn run needs a note-taker to distill its sessions".into(),
+                });
+            }
+            (NotesPlan::Learn { .. }, Some(learner)) => Some(learner.clone()),
+            _ => None,
+        };
+        let undistilled = match &learner {
+            Some(_) => self.undistilled(&results)?,
+            None => 0,
+        };
         let todo: Vec<EvalResultRow> = results
             .iter()
             .filter(|r| r.status != EvalResultStatus::Done)
             .cloned()
             .collect();
-        if todo.is_empty() {
+        if todo.is_empty() && undistilled == 0 {
             // Nothing left (e.g. killed right after its last result).
             if run.status != EvalRunStatus::Completed {
                 with_store(&self.store, |s| {
@@ -378,6 +427,7 @@ impl EvalRunner {
             evaluation_command: suite.evaluation_command.clone(),
             settings: settings.clone(),
             stop: self.stop.clone(),
+            notes_shown: plan.shows_notes(),
         });
         for row in todo
             .iter()
@@ -386,6 +436,11 @@ impl EvalRunner {
             // Left running by a process that died: its session is orphaned.
             let tree = tree_dir(&run_dir, &row.task_id, row.attempt);
             close_orphaned_sessions(&shared, &tree);
+        }
+        if let Some(learner) = learner {
+            return self
+                .execute_learning(&shared, suite, results, learner.as_ref())
+                .await;
         }
         let permits = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
         let mut set = tokio::task::JoinSet::new();
@@ -418,8 +473,19 @@ impl EvalRunner {
             tracing::error!(run = run_id, error = %failure, "eval attempt could not be recorded");
             first_error.get_or_insert(failure);
         }
+        self.close_run(run_id, true, first_error)
+    }
+
+    /// Marks the run completed (every attempt done and, when `settled`,
+    /// every distillation of a learn run too) or interrupted.
+    fn close_run(
+        &self,
+        run_id: &str,
+        settled: bool,
+        first_error: Option<EvalError>,
+    ) -> Result<RunEnd, EvalError> {
         let results = with_store(&self.store, |s| s.eval_results(run_id))?;
-        let complete = results.iter().all(|r| r.status == EvalResultStatus::Done);
+        let complete = settled && results.iter().all(|r| r.status == EvalResultStatus::Done);
         let status = if complete {
             EvalRunStatus::Completed
         } else {
@@ -437,6 +503,119 @@ impl EvalRunner {
             interrupted: !complete,
         })
     }
+
+    /// Done attempts whose session still waits for its distillation.
+    fn undistilled(&self, results: &[EvalResultRow]) -> Result<usize, EvalError> {
+        let mut count = 0;
+        for row in results
+            .iter()
+            .filter(|r| r.status == EvalResultStatus::Done)
+        {
+            if let Some(id) = &row.outcome.session_id
+                && job_open(with_store(&self.store, |s| s.distill_job(id))?.as_ref())
+            {
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+
+    /// The learning protocol: one attempt at a time in planned order, each
+    /// session distilled before the next attempt starts. A killed run
+    /// resumes at the first attempt or distillation not done; the store's
+    /// job claim makes sure no distillation is done twice.
+    async fn execute_learning(
+        &self,
+        shared: &Arc<Shared>,
+        suite: &Suite,
+        results: Vec<EvalResultRow>,
+        learner: &dyn Learner,
+    ) -> Result<RunEnd, EvalError> {
+        let run_id = shared.run_id.clone();
+        let mut settled = true;
+        for row in results {
+            if self.stop.is_triggered() {
+                settled = false;
+                break;
+            }
+            if row.status != EvalResultStatus::Done {
+                let task = suite.task(&row.task_id).cloned();
+                run_one(
+                    shared,
+                    self.progress.as_ref(),
+                    &row.task_id,
+                    row.attempt,
+                    task,
+                )
+                .await?;
+            }
+            let now = with_store(&self.store, |s| s.eval_results(&run_id))?
+                .into_iter()
+                .find(|r| r.task_id == row.task_id && r.attempt == row.attempt);
+            let Some(now) = now.filter(|r| r.status == EvalResultStatus::Done) else {
+                // Stopped by the user: it stays to do.
+                settled = false;
+                break;
+            };
+            let Some(session) = now.outcome.session_id.clone() else {
+                continue;
+            };
+            if !self
+                .distill(learner, &session, &row.task_id, row.attempt)
+                .await?
+            {
+                settled = false;
+                break;
+            }
+        }
+        self.close_run(&run_id, settled, None)
+    }
+
+    /// Distills one session until its job is closed; `false` when the user
+    /// stopped it (the job is back in the queue for the resume).
+    async fn distill(
+        &self,
+        learner: &dyn Learner,
+        session: &SessionId,
+        task: &str,
+        attempt: u32,
+    ) -> Result<bool, EvalError> {
+        let job = with_store(&self.store, |s| s.distill_job(session))?;
+        if !job_open(job.as_ref()) {
+            return Ok(true);
+        }
+        self.progress.distill_started(task, attempt);
+        // Each round is one claim; a failed attempt goes back to pending
+        // until the store marks it failed, so this ends.
+        for _ in 0..MAX_DISTILL_ROUNDS {
+            if self.stop.is_triggered() {
+                return Ok(false);
+            }
+            match learner.distill(session, &self.stop).await {
+                Ok(LearnEnd::Interrupted) => return Ok(false),
+                Ok(LearnEnd::Processed | LearnEnd::NothingToDo) => {}
+                Err(error) => {
+                    tracing::warn!(%session, %error, "distillation failed; the run goes on");
+                }
+            }
+            let job = with_store(&self.store, |s| s.distill_job(session))?;
+            if !job_open(job.as_ref()) {
+                self.progress.distill_finished(task, attempt, job.as_ref());
+                return Ok(true);
+            }
+        }
+        let job = with_store(&self.store, |s| s.distill_job(session))?;
+        self.progress.distill_finished(task, attempt, job.as_ref());
+        Ok(true)
+    }
+}
+
+/// Claims a learn run makes on one job before it moves on regardless.
+const MAX_DISTILL_ROUNDS: usize = 10;
+
+/// A job still to be distilled (pending, or left running by a dead process).
+fn job_open(job: Option<&DistillJob>) -> bool {
+    job.is_some_and(|j| matches!(j.status, DistillStatus::Pending | DistillStatus::Running))
 }
 
 /// `<run dir>/<task>-<attempt>`: the attempt's tree.
@@ -557,6 +736,21 @@ async fn run_attempt(shared: &Shared, task: &Task, attempt: u32) -> AttemptEnd {
                 outcome.cost_usd = totals.cost_usd;
                 outcome.turns = totals.iterations;
                 outcome.tool_calls = totals.tool_calls;
+            }
+        }
+    }
+
+    if shared.notes_shown
+        && let Some(session) = &outcome.session_id
+    {
+        match shared.with_store(|s| s.events(session)) {
+            Ok(events) => {
+                let events: Vec<_> = events.into_iter().map(|e| e.event).collect();
+                let used = NotesUse::from_events(&events, shared.settings.notes_tool_chars);
+                details.insert("notes".into(), serde_json::json!(used));
+            }
+            Err(err) => {
+                tracing::warn!(%err, "cannot read the attempt's events for its notes figures")
             }
         }
     }

@@ -39,6 +39,11 @@ impl Task {
     pub fn solution(&self) -> Option<PathBuf> {
         Some(self.dir.join("solution.patch")).filter(|p| p.is_file())
     }
+
+    /// Its place in the suite's sequence (`order` in metadata.json).
+    pub fn order(&self) -> Option<i64> {
+        self.metadata.as_ref().ok()?.extra.get("order")?.as_i64()
+    }
 }
 
 /// A loaded suite.
@@ -230,7 +235,8 @@ impl Suite {
             .map(|(split, _)| split.as_str())
     }
 
-    /// The tasks of `split`, in manifest order, narrowed to `only` when it
+    /// The tasks of `split`, in their `order` (metadata.json), else in
+    /// manifest order, narrowed to `only` when it
     /// is not empty. Asking for a task of another split, or an unknown
     /// one, is an error that says where it is.
     pub fn select(&self, split: &str, only: &[String]) -> Result<Selection, EvalError> {
@@ -240,7 +246,10 @@ impl Suite {
                 SPLITS.join(", ")
             )));
         }
-        let ids = self.splits.get(split).cloned().unwrap_or_default();
+        let mut ids = self.splits.get(split).cloned().unwrap_or_default();
+        // A task's `order` in metadata.json puts it in sequence (what a
+        // learn run follows); tasks without one keep the split's order.
+        ids.sort_by_key(|id| self.task(id).and_then(Task::order).unwrap_or(i64::MAX));
         if ids.is_empty() {
             return Err(EvalError::Selection(format!(
                 "suite {} has no tasks in split `{split}`",
@@ -327,6 +336,30 @@ mod tests {
         std::fs::write(dir.path().join("suite.toml"), manifest).unwrap();
         let suite = Suite::load(dir.path());
         (dir, suite)
+    }
+
+    #[test]
+    fn metadata_order_sequences_a_split_and_the_rest_keep_list_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for (id, order) in [("a", Some(3)), ("b", None), ("c", Some(1)), ("d", None)] {
+            task(dir.path(), id);
+            if let Some(order) = order {
+                let path = dir.path().join(id).join("metadata.json");
+                let text = std::fs::read_to_string(&path).unwrap();
+                let text = text.replacen('{', &format!("{{\"order\": {order}, "), 1);
+                std::fs::write(&path, text).unwrap();
+            }
+        }
+        std::fs::write(
+            dir.path().join("suite.toml"),
+            "name = \"s\"\n[splits]\ntest = [\"d\", \"a\", \"b\", \"c\"]\n",
+        )
+        .unwrap();
+        let suite = Suite::load(dir.path()).unwrap();
+        let selection = suite.select("test", &[]).unwrap();
+        assert_eq!(selection.tasks, vec!["c", "a", "d", "b"]);
+        let only = suite.select("test", &["b".into(), "a".into()]).unwrap();
+        assert_eq!(only.tasks, vec!["a", "b"]);
     }
 
     #[test]

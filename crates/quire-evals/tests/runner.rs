@@ -134,6 +134,7 @@ fn plan(suite: &Suite, repeat: u32) -> RunPlan {
         config_hash: "hash".into(),
         model: "none".into(),
         args: serde_json::json!({}),
+        notes: quire_evals::NotesPlan::Off,
     }
 }
 

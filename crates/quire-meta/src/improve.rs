@@ -97,6 +97,7 @@ impl Evaluate for SuiteEvaluator {
             config_hash: config.hash.clone(),
             model: config.model.model.clone(),
             args: serde_json::json!({ "agent": dir, "meta": label }),
+            notes: quire_evals::NotesPlan::Off,
         };
         let runner = Arc::new(Runner::new(self.home.clone(), Arc::new(config), client)?);
         let store = runner.store();

@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use quire_evals::{
-    CheckOptions, Comparison, EvalRunner, Progress, RunPlan, RunReport, Settings, Suite, TaskCheck,
-    check_suite, create_run, short_hash, tokens_text,
+    ArmRun, CheckOptions, Comparison, DistillCost, DistillState, EvalRunner, LearningCurve,
+    NotesPlan, Progress, RunPlan, RunReport, Settings, Suite, TaskCheck, check_suite, create_run,
+    short_hash, tokens_text,
 };
 use quire_store::{EvalResultRow, EvalRunRow, Store};
 
+use super::eval_notes;
 use crate::cli::{EvalCommand, EvalRunArgs, GlobalArgs, RecordingArgs};
 use crate::client::{home, load_agent};
 use crate::render::Style;
@@ -25,6 +27,12 @@ pub async fn eval(global: &GlobalArgs, cmd: EvalCommand) -> Result<ExitCode> {
         EvalCommand::Resume { run, jobs, timeout } => resume(global, &run, jobs, timeout).await,
         EvalCommand::Report { run, markdown } => report(global, &run, markdown),
         EvalCommand::Compare { a, b, markdown } => compare(global, &a, &b, markdown),
+        EvalCommand::Curve {
+            learn,
+            baseline,
+            svg,
+            markdown,
+        } => curve(global, &learn, &baseline, svg.as_deref(), markdown),
         EvalCommand::List { suite, limit } => list(global, suite.as_deref(), limit),
     }
 }
@@ -138,6 +146,7 @@ async fn run(global: &GlobalArgs, args: EvalRunArgs) -> Result<ExitCode> {
     let suite = Suite::load(&args.suite)?;
     let selection = suite.select(&args.split, &args.tasks)?;
     let config = load_agent(global, None)?;
+    let notes = eval_notes::plan(&home(global)?, &config, args.learn, args.notes.as_deref())?;
     let settings = settings(&config, args.jobs, args.timeout);
     let plan = RunPlan {
         selection,
@@ -152,15 +161,13 @@ async fn run(global: &GlobalArgs, args: EvalRunArgs) -> Result<ExitCode> {
             "tasks": args.tasks,
             "cwd": std::env::current_dir().ok(),
         }),
+        notes,
     };
-    let runner = super::run::runner(global, config, &RecordingArgs::default())?;
-    let runner = Arc::new(runner);
-    let store = runner.store();
     let run = {
-        let store = store.lock().map_err(|_| anyhow!("store lock poisoned"))?;
+        let store = Store::open(&home(global)?.db_path())?;
         create_run(&store, &suite, &plan)?
     };
-    execute(global, runner, store, &run, &suite, &settings).await
+    execute(global, config, &run, &suite, &settings).await
 }
 
 async fn resume(
@@ -191,52 +198,65 @@ async fn resume(
             short_hash(&run.config_hash)
         );
     }
-    let jobs = jobs.unwrap_or(run.jobs).max(1);
+    let learns = NotesPlan::of_run(&run.args).learns();
+    let jobs = if learns {
+        1
+    } else {
+        jobs.unwrap_or(run.jobs).max(1)
+    };
     let timeout = timeout.unwrap_or(run.timeout_secs).max(1);
     let settings = settings(&config, jobs, timeout);
-    let runner = Arc::new(super::run::runner(
-        global,
-        config,
-        &RecordingArgs::default(),
-    )?);
-    let store = runner.store();
-    {
-        let store = store.lock().map_err(|_| anyhow!("store lock poisoned"))?;
-        if jobs != run.jobs {
-            store.set_eval_run_jobs(&run.id, jobs)?;
-        }
+    if jobs != run.jobs {
+        Store::open(&home(global)?.db_path())?.set_eval_run_jobs(&run.id, jobs)?;
     }
-    execute(global, runner, store, &run, &suite, &settings).await
+    execute(global, config, &run, &suite, &settings).await
 }
 
 fn settings(config: &quire_config::AgentConfig, jobs: u32, timeout: u64) -> Settings {
     let mut settings = Settings::new(jobs as usize, Duration::from_secs(timeout));
     settings.test_timeout = Duration::from_secs(config.tests.timeout_secs.max(1));
     settings.output_cap_bytes = config.tests.output_cap_bytes as usize;
+    settings.notes_tool_chars = eval_notes::tool_chars(config);
     settings
 }
 
+/// Runs what is left of `run`: its notes tree made (or found again), the
+/// sessions wired to it, and for a learn run the note-taker as learner.
 async fn execute(
     global: &GlobalArgs,
-    runner: Arc<quire_session::Runner>,
-    store: Arc<std::sync::Mutex<Store>>,
+    config: quire_config::AgentConfig,
     run: &EvalRunRow,
     suite: &Suite,
     settings: &Settings,
 ) -> Result<ExitCode> {
     let home = home(global)?;
+    let evals_dir = home.root().join("evals");
+    let plan = NotesPlan::of_run(&run.args);
+    let paths = eval_notes::prepare(&evals_dir.join(&run.id), &plan)?;
+    let learner = match (&paths, plan.learns()) {
+        (Some(paths), true) => Some(eval_notes::NoteTaker::new(&home, &config, paths)?),
+        _ => None,
+    };
+    let config = eval_notes::session_config(config, &plan);
+    let runner = super::run::runner(global, config, &RecordingArgs::default())?;
+    let runner = Arc::new(eval_notes::runner(runner, paths, &plan));
+    let store = runner.store();
     let progress = Arc::new(Printer {
         style: Style::detect(),
         live: !global.quiet && !global.json,
         done: AtomicUsize::new(0),
         total: AtomicUsize::new(0),
         width: suite.tasks.iter().map(|t| t.id.len()).max().unwrap_or(8) + 3,
+        notes: plan.describe(),
     });
-    let evals = EvalRunner::new(runner, store, home.root().join("evals"))
+    let mut evals = EvalRunner::new(runner, store, evals_dir)
         .with_progress(progress)
         .with_stop(super::ctrl_c_interrupt(
             "interrupting: stopping the running attempts",
         ));
+    if let Some(learner) = learner {
+        evals = evals.with_learner(Arc::new(learner));
+    }
     let end = evals.execute(&run.id, suite, settings).await?;
     let report = RunReport::new(end.run.clone(), end.results.clone());
     if global.json {
@@ -270,6 +290,8 @@ struct Printer {
     done: AtomicUsize,
     total: AtomicUsize,
     width: usize,
+    /// The run's notes plan, in words.
+    notes: String,
 }
 
 impl Progress for Printer {
@@ -285,7 +307,7 @@ impl Progress for Printer {
             String::new()
         };
         println!(
-            "eval run {} · suite {} ({}) · {} attempts · agent {} ({}) · model {} · jobs {} · timeout {}s{resumed}",
+            "eval run {} · suite {} ({}) · {} attempts · agent {} ({}) · model {} · jobs {} · timeout {}s · {}{resumed}",
             self.style.bold(&run.id),
             run.suite,
             run.split,
@@ -294,7 +316,8 @@ impl Progress for Printer {
             short_hash(&run.config_hash),
             run.model,
             run.jobs,
-            run.timeout_secs
+            run.timeout_secs,
+            self.notes
         );
     }
 
@@ -347,6 +370,37 @@ impl Progress for Printer {
         if self.live {
             println!("  stopped {task}#{attempt} (left to do)");
         }
+    }
+
+    fn distill_started(&self, task: &str, attempt: u32) {
+        if self.live {
+            let label = format!("{task}#{attempt}");
+            println!(
+                "{}",
+                self.style.dim(&format!(
+                    "  notes  {label:<width$} distilling",
+                    width = self.width
+                ))
+            );
+        }
+    }
+
+    fn distill_finished(&self, task: &str, attempt: u32, job: Option<&quire_store::DistillJob>) {
+        if !self.live {
+            return;
+        }
+        let label = format!("{task}#{attempt}");
+        let Some(job) = job else {
+            return;
+        };
+        let written = job.notes_written.as_array().map_or(0, Vec::len);
+        println!(
+            "  notes  {label:<width$} {} · {written} note(s) written · {} prompt tokens · {} calls",
+            job.status,
+            tokens_text(job.usage.prompt_tokens),
+            job.calls,
+            width = self.width
+        );
     }
 }
 
@@ -455,4 +509,96 @@ fn list(global: &GlobalArgs, suite: Option<&str>, limit: usize) -> Result<ExitCo
 
 fn clip(text: &str, n: usize) -> String {
     text.chars().take(n).collect()
+}
+
+/// `quire eval curve`: a learn arm against a baseline arm.
+fn curve(
+    global: &GlobalArgs,
+    learn: &str,
+    baseline: &str,
+    svg: Option<&Path>,
+    markdown: bool,
+) -> Result<ExitCode> {
+    let home = home(global)?;
+    let store = Store::open(&home.db_path())?;
+    let arm = |specs: &str| -> Result<Vec<ArmRun>> {
+        let mut runs = Vec::new();
+        for spec in specs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let run = find_run(&store, spec)?;
+            let results = store.eval_results(&run.id)?;
+            let mut distill = std::collections::HashMap::new();
+            for r in &results {
+                if let Some(id) = &r.outcome.session_id {
+                    distill.insert(id.as_str().to_string(), distill_cost(&store, id)?);
+                }
+            }
+            runs.push(ArmRun {
+                run,
+                results,
+                distill,
+            });
+        }
+        if runs.is_empty() {
+            bail!("no run named in `{specs}`");
+        }
+        Ok(runs)
+    };
+    let learn_runs = arm(learn)?;
+    let first = learn_runs[0].run.id.clone();
+    let curve = LearningCurve::new(learn_runs, arm(baseline)?).map_err(|e| anyhow!("{e}"))?;
+    let svg_path = match svg {
+        Some(path) => path.to_path_buf(),
+        None => home
+            .root()
+            .join("evals")
+            .join(&first)
+            .join(format!("curve-{first}.svg")),
+    };
+    if let Some(dir) = svg_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&svg_path, curve.render_svg())
+        .with_context(|| format!("writing {}", svg_path.display()))?;
+    if global.json {
+        println!("{}", serde_json::to_string_pretty(&curve)?);
+    } else {
+        if markdown {
+            print!("{}", curve.render_markdown());
+        } else {
+            print!("{}", curve.render_text());
+        }
+        if !global.quiet {
+            println!("learning curve: {}", svg_path.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What distilling one session cost, from its job.
+fn distill_cost(store: &Store, id: &quire_types::SessionId) -> Result<DistillCost> {
+    let job = store.distill_job(id)?;
+    let state = match job.as_ref().map(|j| j.status) {
+        None => DistillState::None,
+        Some(quire_store::DistillStatus::Done) => DistillState::Done,
+        Some(quire_store::DistillStatus::Failed) => DistillState::Failed,
+        Some(_) => DistillState::Pending,
+    };
+    Ok(match job {
+        None => DistillCost {
+            state,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            cached_tokens: 0,
+            calls: 0,
+            notes_written: 0,
+        },
+        Some(job) => DistillCost {
+            state,
+            prompt_tokens: job.usage.prompt_tokens,
+            completion_tokens: job.usage.completion_tokens,
+            cached_tokens: job.usage.cached_tokens,
+            calls: job.calls,
+            notes_written: job.notes_written.as_array().map_or(0, |a| a.len() as u32),
+        },
+    })
 }

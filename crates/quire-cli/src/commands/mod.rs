@@ -1,6 +1,7 @@
 mod config;
 mod demo;
 mod eval;
+mod eval_notes;
 mod meta;
 mod models;
 mod notes;
