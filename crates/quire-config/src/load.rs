@@ -414,6 +414,12 @@ fn resolve(
             message: "`extensions` is empty: an agent needs at least one extension".into(),
         });
     }
+    if let Some(message) = notes_problem(&file.notes) {
+        return Err(ConfigError::InvalidFile {
+            path: agent_path.to_path_buf(),
+            message,
+        });
+    }
     if let Some(message) = context_problem(&file.context, &file.guidance) {
         return Err(ConfigError::InvalidFile {
             path: agent_path.to_path_buf(),
@@ -553,6 +559,13 @@ fn context_problem(context: &ContextConfig, guidance: &GuidanceConfig) -> Option
     None
 }
 
+/// A `[notes]` setting that parses but cannot work.
+fn notes_problem(notes: &NotesConfig) -> Option<String> {
+    let m = notes.min_score;
+    (!(m.is_finite() && m >= 0.0))
+        .then(|| format!("`notes.min_score` is {m}: a relevance threshold, 0 or more"))
+}
+
 /// Hash over everything that shapes behaviour (not where it was loaded from).
 fn config_hash(config: &AgentConfig) -> String {
     let mut hashed = config.clone();
@@ -588,3 +601,27 @@ default_from_serde!(
     CommandsConfig,
     SandboxConfig
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_min_score_has_a_default_and_is_checked() {
+        let config = Loader::default().load(&AgentSource::Builtin).unwrap();
+        assert_eq!(config.notes.min_score, 18.0);
+        // The file and the serde default agree, so an agent without the key
+        // gets the same threshold.
+        assert_eq!(NotesConfig::default().min_score, config.notes.min_score);
+        let zero = Loader::new(vec![Override::parse("notes.min_score=0").unwrap()]);
+        assert_eq!(
+            zero.load(&AgentSource::Builtin).unwrap().notes.min_score,
+            0.0
+        );
+        for bad in ["notes.min_score=-1.0", "notes.min_score=nan"] {
+            let loader = Loader::new(vec![Override::parse(bad).unwrap()]);
+            let err = loader.load(&AgentSource::Builtin).unwrap_err().to_string();
+            assert!(err.contains("notes.min_score"), "{bad}: {err}");
+        }
+    }
+}

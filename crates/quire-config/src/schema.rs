@@ -197,6 +197,15 @@ pub struct NotesConfig {
     /// (0: titles and descriptions only).
     #[serde(default = "defaults::inline_chars")]
     pub inline_chars: u32,
+    /// Relevance a note needs to be listed at session start: its BM25
+    /// score in units of one match of a word found in a single note (about
+    /// that field's boost: title 3, keywords 2.5, description 2, body 1),
+    /// so it does not drift with the size of the tree, and scaled up for
+    /// short tasks. When no note reaches it, the session gets no notes
+    /// list and no notes tools. The project's architecture notes are always
+    /// listed. 0: every match counts.
+    #[serde(default = "defaults::min_score")]
+    pub min_score: f64,
     /// Model calls the note-taker may make per session it distills.
     #[serde(default = "defaults::distill_max_iterations")]
     pub distill_max_iterations: u32,
@@ -524,6 +533,13 @@ pub(crate) mod defaults {
     }
     pub fn inline_chars() -> u32 {
         1_500
+    }
+    /// Measured on the more-itertools eval prompts against notes of the
+    /// kind the note-taker writes: related notes 19-72, unrelated ones of
+    /// the same project up to 19 (most under 17); see the quire-notes
+    /// `search` tests.
+    pub fn min_score() -> f64 {
+        18.0
     }
     pub fn distill_max_iterations() -> u32 {
         12

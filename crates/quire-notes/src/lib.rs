@@ -63,6 +63,7 @@ mod texts {
             "notes_retrieved_entry",
             "notes_stale",
             "notes_error_hint",
+            "notes_error_hint_inline",
             "notes_digest",
             "notes_digest_resumed",
             "notes_digest_existing",

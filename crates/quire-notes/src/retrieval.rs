@@ -1,13 +1,17 @@
 //! The `notes` extension: brings notes into a coding session.
 //!
 //! - At start, the task and project select the top active notes (project
-//!   first, then shared) within a character budget; they are listed once,
-//!   as one user message right after the task, by id, title and
-//!   description. Sent once and never changed, it stays in the cached prefix.
+//!   first, then shared) that reach `min_score` relevance, within a
+//!   character budget; they are listed once, as one user message right
+//!   after the task, by id, title and description. Sent once and never
+//!   changed, it stays in the cached prefix. The project's architecture
+//!   notes are always listed.
 //! - `search_notes {query}` and `read_note {id}` let the model pull more.
+//!   When nothing is listed, neither is offered: their schemas would ride
+//!   along in every request for nothing.
 //! - When a tool fails, or the tests fail, the error text is matched against
 //!   hindsight notes and the best match's id and title are offered on a line
-//!   under the result.
+//!   under the result (with its fix inline when `read_note` is not offered).
 //! - Notes whose provenance files or symbols are gone from the session copy
 //!   are flagged stale wherever they are shown.
 //!
@@ -37,9 +41,12 @@ pub const RETRIEVAL_TOOLS: &[&str] = &[SEARCH_NOTES, READ_NOTE];
 const SEARCH_LIMIT: usize = 8;
 /// Hindsight candidates looked at per error (one is offered).
 const ERROR_CANDIDATES: usize = 3;
+/// Characters of a note's fix shown next to an error when `read_note` is
+/// not offered: enough for a fix, short enough to sit under a result.
+const HINT_FIX_CHARS: usize = 400;
 
 /// How much retrieval may add to a session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RetrievalSettings {
     /// Notes listed at start at most.
     pub max_shown: usize,
@@ -48,6 +55,10 @@ pub struct RetrievalSettings {
     /// Characters of the best fresh note's text shown in the list itself
     /// (0: titles only). Models rarely call read_note on a title alone.
     pub inline_chars: usize,
+    /// Relevance a note needs to be listed at start (see
+    /// [`crate::NoteIndex::relevance`]); the project's architecture notes
+    /// need none.
+    pub min_score: f32,
 }
 
 /// What retrieval did in this session, in `ctx.state`.
@@ -71,6 +82,9 @@ pub struct NotesExtension {
     workspace: PathBuf,
     settings: RetrievalSettings,
     notes: OnceLock<Result<Arc<Notes>, String>>,
+    /// The start list's notes, retrieved once: `tools` and `on_start` both
+    /// decide from it.
+    start: OnceLock<Vec<Hit>>,
 }
 
 impl NotesExtension {
@@ -94,7 +108,39 @@ impl NotesExtension {
             workspace: workspace.into(),
             settings,
             notes: OnceLock::new(),
+            start: OnceLock::new(),
         }
+    }
+
+    /// The notes relevant to the task, retrieved on first use. Deterministic
+    /// for a task, project and tree; empty when the notes cannot be opened
+    /// or searched (retrieval is then off for the session, which goes on).
+    fn start_hits(&self) -> &[Hit] {
+        self.start.get_or_init(|| {
+            let Ok(notes) = self.notes() else {
+                return Vec::new();
+            };
+            notes
+                .index
+                .search_for_start(
+                    &self.task,
+                    self.project.as_deref(),
+                    self.settings.max_shown,
+                    self.settings.min_score,
+                )
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "note retrieval failed");
+                    Vec::new()
+                })
+        })
+    }
+
+    /// Whether the notes tools are offered in this session: only when some
+    /// note is relevant to the task. Decided on the retrieval, not on the
+    /// rendered list, which needs the config: a budget too small for even
+    /// one entry still leaves the tools offered.
+    fn tools_listed(&self) -> bool {
+        !self.start_hits().is_empty()
     }
 
     /// The notes, opened (and synced with hand edits) on first use. A
@@ -149,16 +195,7 @@ impl NotesExtension {
         ctx: &mut Ctx,
         notes: &Notes,
     ) -> Option<(String, Vec<String>, Option<String>)> {
-        let hits = notes
-            .index
-            .search_for_session(
-                &self.task,
-                self.project.as_deref(),
-                self.settings.max_shown,
-                usize::MAX,
-            )
-            .map_err(|e| tracing::warn!(error = %e, "note retrieval failed"))
-            .ok()?;
+        let hits = self.start_hits().to_vec();
         let config = ctx.config.clone();
         let mut lines = Vec::new();
         let mut ids = Vec::new();
@@ -222,23 +259,7 @@ impl NotesExtension {
             return None;
         }
         let note = notes.tree.get(id).ok()??;
-        let body = note.body.trim();
-        if body.is_empty() {
-            return None;
-        }
-        if body.chars().count() <= budget {
-            return Some((body.to_string(), false));
-        }
-        let mut kept = String::new();
-        for line in body.lines() {
-            if kept.chars().count() + line.chars().count() + 1 > budget {
-                break;
-            }
-            kept.push_str(line);
-            kept.push('\n');
-        }
-        let kept = kept.trim_end().to_string();
-        (!kept.is_empty()).then_some((kept, true))
+        cut_at_line(&note.body, budget)
     }
 
     fn search(&self, ctx: &mut Ctx, query: &str) -> ToolOutput {
@@ -363,10 +384,27 @@ impl NotesExtension {
         let Some(hit) = hits.into_iter().find(|h| !offered.contains(&h.id)) else {
             return;
         };
-        let line = render(
-            ctx.config.message("notes_error_hint"),
-            &[("id", &hit.id), ("title", &hit.title)],
-        );
+        let line = if self.tools_listed() {
+            render(
+                ctx.config.message("notes_error_hint"),
+                &[("id", &hit.id), ("title", &hit.title)],
+            )
+        } else {
+            // Without read_note the model could not follow a pointer.
+            let Some(fix) = notes
+                .tree
+                .get(&hit.id)
+                .ok()
+                .flatten()
+                .and_then(|n| hint_fix(&n))
+            else {
+                return;
+            };
+            render(
+                ctx.config.message("notes_error_hint_inline"),
+                &[("id", &hit.id), ("title", &hit.title), ("fix", &fix)],
+            )
+        };
         for view in [&mut output.agent_view, &mut output.user_view] {
             if !view.is_empty() && !view.ends_with('\n') {
                 view.push('\n');
@@ -379,6 +417,85 @@ impl NotesExtension {
             .insert(hit.id.clone());
         record(ctx, via::ERROR, &[hit.id]);
     }
+}
+
+/// `text` trimmed, cut after the last whole line within `budget`
+/// characters, and whether it was cut. `None` when nothing is left.
+fn cut_at_line(text: &str, budget: usize) -> Option<(String, bool)> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if text.chars().count() <= budget {
+        return Some((text.to_string(), false));
+    }
+    let mut kept = String::new();
+    for line in text.lines() {
+        if kept.chars().count() + line.chars().count() + 1 > budget {
+            break;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    let kept = kept.trim_end().to_string();
+    (!kept.is_empty()).then_some((kept, true))
+}
+
+/// What a hint shows of a note when it cannot point to read_note: its
+/// `## Fix` section, else its body without the `## Error` section (the
+/// error is right above), cut at a line within [`HINT_FIX_CHARS`].
+fn hint_fix(note: &Note) -> Option<String> {
+    let fix = section(&note.body, "fix").unwrap_or_else(|| without_section(&note.body, "error"));
+    let (mut text, cut) = cut_at_line(&fix, HINT_FIX_CHARS)?;
+    if cut {
+        text.push_str("\n…");
+    }
+    Some(text)
+}
+
+/// The text under a `## <name>` heading (any case), up to the next one.
+fn section(body: &str, name: &str) -> Option<String> {
+    let mut lines = body.lines().skip_while(|l| !is_heading(l, name));
+    lines.next()?;
+    let text: Vec<&str> = lines.take_while(|l| !l.starts_with("## ")).collect();
+    let text = text.join("\n");
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// `body` without its `## <name>` section.
+fn without_section(body: &str, name: &str) -> String {
+    let mut out = Vec::new();
+    let mut skipping = false;
+    for line in body.lines() {
+        if line.starts_with("## ") {
+            skipping = is_heading(line, name);
+        }
+        if !skipping {
+            out.push(line);
+        }
+    }
+    out.join("\n")
+}
+
+fn is_heading(line: &str, name: &str) -> bool {
+    line.trim()
+        .strip_prefix("## ")
+        .is_some_and(|h| h.trim().eq_ignore_ascii_case(name))
+}
+
+/// Whether a conversation already used notes: a call to a notes tool, or
+/// the start list (recognised by the text before `{notes}` in its template).
+fn history_uses_notes(config: &AgentConfig, messages: &[Message]) -> bool {
+    let template = config.message("notes_retrieved");
+    let head = template.split("{notes}").next().unwrap_or("").trim();
+    messages.iter().any(|m| match m {
+        Message::Assistant { tool_calls, .. } => tool_calls
+            .iter()
+            .any(|c| RETRIEVAL_TOOLS.contains(&c.name.as_str())),
+        Message::Tool { name, .. } => RETRIEVAL_TOOLS.contains(&name.as_str()),
+        Message::User { content } => !head.is_empty() && content.starts_with(head),
+        Message::System { .. } => false,
+    })
 }
 
 /// Notes reached the session: kept in state and recorded as an event.
@@ -418,18 +535,39 @@ impl Extension for NotesExtension {
         Self::NAME
     }
 
+    /// `search_notes` and `read_note`, only when some note is relevant to
+    /// the task (the start list is not empty). `Agent::new` collects tools
+    /// once, before any ctx or conversation exists, for a new session and a
+    /// resumed one alike, so the choice cannot look at the history: it
+    /// comes from the same deterministic retrieval as the start list (task,
+    /// project, tree). A resumed session thus gets the tools its first run
+    /// had, unless the tree changed in between so that none of the task's
+    /// notes is relevant any more; relevance does not grow with the size
+    /// of the tree, so new notes on other things do not flip it, and
+    /// `on_start` logs the case.
     fn tools(&self) -> Vec<&'static str> {
-        RETRIEVAL_TOOLS.to_vec()
+        if self.tools_listed() {
+            RETRIEVAL_TOOLS.to_vec()
+        } else {
+            Vec::new()
+        }
     }
 
-    /// Lists the task's notes once, right after the task. A resumed session
-    /// already has the list in its conversation, so nothing is added.
+    /// Lists the task's notes once, right after the task; nothing when no
+    /// note is relevant. A resumed session already has the list in its
+    /// conversation, so nothing is added.
     async fn on_start(&self, ctx: &mut Ctx) -> Result<(), CoreError> {
         let resumed = ctx
             .messages
             .iter()
             .any(|m| matches!(m, Message::Assistant { .. }));
         if resumed {
+            if !self.tools_listed() && history_uses_notes(&ctx.config, &ctx.messages) {
+                tracing::warn!(
+                    "the resumed session used notes, but none is relevant to its task any more \
+                     (the notes changed since): search_notes and read_note are not offered"
+                );
+            }
             return Ok(());
         }
         let Ok(notes) = self.notes() else {
@@ -558,6 +696,7 @@ mod tests {
                 max_shown: 5,
                 budget_chars: budget,
                 inline_chars: 0,
+                min_score: 0.0,
             },
         )
     }
@@ -743,5 +882,285 @@ mod tests {
         let mut unrelated = ToolOutput::error("No file `src/nothing.py`.");
         ext.offer_hint(&mut other, "read_file", &mut unrelated);
         assert_eq!(unrelated.agent_view, "No file `src/nothing.py`.");
+    }
+
+    /// The extension as sessions get it: the default threshold.
+    fn session(f: &Fixture, project: &str, task: &str) -> NotesExtension {
+        session_with(f.paths.clone(), project, task, default_min_score(), &f.dir)
+    }
+
+    fn session_with(
+        paths: NotesPaths,
+        project: &str,
+        task: &str,
+        min_score: f32,
+        dir: &tempfile::TempDir,
+    ) -> NotesExtension {
+        NotesExtension::new(
+            paths,
+            Redactor::new(),
+            project,
+            task,
+            dir.path().join("ws"),
+            RetrievalSettings {
+                max_shown: 5,
+                budget_chars: 2_000,
+                inline_chars: 1_500,
+                min_score,
+            },
+        )
+    }
+
+    fn default_min_score() -> f32 {
+        quire_config::NotesConfig::default().min_score as f32
+    }
+
+    /// Runs `on_start` on a fresh conversation; the messages it added.
+    async fn started(ext: &NotesExtension) -> (Vec<Message>, Ctx) {
+        let mut ctx = ctx(config());
+        ctx.messages.push(Message::user("the task"));
+        ext.on_start(&mut ctx).await.unwrap();
+        (ctx.messages[1..].to_vec(), ctx)
+    }
+
+    const RELATED_TASK: &str = "Cart totals crash with a TypeError when a coupon adds a float \
+        discount to the Decimal total. Make cart totals work with coupons.";
+    const UNRELATED_TASK: &str = "Show the order history page with the newest orders first, \
+        twenty per page.";
+
+    #[tokio::test]
+    async fn nothing_for_the_project_gives_no_tools_and_no_message() {
+        let f = fixture();
+        let ext = session(&f, "blog", "Add an RSS feed of the latest blog posts");
+        assert!(ext.tools().is_empty());
+        let (added, mut ctx) = started(&ext).await;
+        assert!(added.is_empty(), "{added:?}");
+        assert!(ctx.state.get_mut::<NotesState>().shown.is_empty());
+        // A shared note that matches still counts for any project.
+        let jinja = NoteTree::open(&f.paths.root)
+            .unwrap()
+            .create(
+                NewNote::shared("web", Kind::Insight, "Jinja autoescapes HTML in templates")
+                    .description("mark trusted HTML with the safe filter instead of escaping twice")
+                    .keywords(["jinja", "autoescape", "safe filter"]),
+            )
+            .unwrap()
+            .meta
+            .id;
+        let ext = session(
+            &f,
+            "blog",
+            "Post titles show escaped HTML: the Jinja templates escape it twice",
+        );
+        assert_eq!(ext.tools(), RETRIEVAL_TOOLS.to_vec());
+        let (added, _) = started(&ext).await;
+        assert!(added[0].text().contains(&jinja), "{added:?}");
+    }
+
+    #[tokio::test]
+    async fn an_unrelated_note_under_the_threshold_gives_no_tools_and_no_message() {
+        let f = fixture();
+        // The task matches the shop's cart notes a little ("order", "total").
+        let task = "Show the order history with totals, the newest orders first";
+        let everything = session_with(f.paths.clone(), "shop", task, 0.0, &f.dir);
+        assert!(!everything.tools().is_empty(), "it does match");
+        let (added, _) = started(&everything).await;
+        assert_eq!(added.len(), 1);
+
+        let ext = session(&f, "shop", task);
+        assert!(ext.tools().is_empty());
+        let (added, mut ctx) = started(&ext).await;
+        assert!(added.is_empty(), "{added:?}");
+        assert!(ctx.state.get_mut::<NotesState>().shown.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_related_note_gets_the_list_and_both_tools() {
+        let f = fixture();
+        let ext = session(&f, "shop", RELATED_TASK);
+        assert_eq!(ext.tools(), vec![SEARCH_NOTES, READ_NOTE]);
+        let (added, mut ctx) = started(&ext).await;
+        assert_eq!(added.len(), 1);
+        let list = added[0].text();
+        assert!(list.contains(&f.hindsight), "{list}");
+        assert!(list.contains("Parse prices as Decimal."), "inline: {list}");
+        assert!(
+            ctx.state
+                .get_mut::<NotesState>()
+                .shown
+                .contains(&f.hindsight)
+        );
+        // The same session again decides the same: what a resume relies on.
+        assert_eq!(session(&f, "shop", RELATED_TASK).tools(), ext.tools());
+    }
+
+    #[tokio::test]
+    async fn an_architecture_note_is_listed_for_any_task_of_its_project() {
+        let f = fixture();
+        let map = NoteTree::open(&f.paths.root)
+            .unwrap()
+            .create(
+                NewNote::project(
+                    "shop",
+                    "layout",
+                    Kind::Architecture,
+                    "How the shop is laid out",
+                )
+                .description("src/cart.py and src/money.py; tests in tests/, run with pytest")
+                .body("## Overview\n\nA small Python package."),
+            )
+            .unwrap()
+            .meta
+            .id;
+        let ext = session(&f, "shop", UNRELATED_TASK);
+        assert_eq!(ext.tools(), RETRIEVAL_TOOLS.to_vec());
+        let (added, _) = started(&ext).await;
+        let list = added[0].text();
+        assert!(list.contains(&map), "{list}");
+        assert!(!list.contains(&f.hindsight), "{list}");
+        // First among the project notes for a related task too.
+        let (added, _) = started(&session(&f, "shop", RELATED_TASK)).await;
+        let list = added[0].text();
+        let at = |id: &str| list.find(id).unwrap_or_else(|| panic!("{id}: {list}"));
+        assert!(at(&map) < at(&f.hindsight), "{list}");
+        // Not for another project.
+        assert!(session(&f, "blog", UNRELATED_TASK).tools().is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_hint_inlines_the_fix_when_the_tools_are_not_listed() {
+        let f = fixture();
+        let long_fix = (1..=40)
+            .map(|i| format!("Step {i}: convert the price field number {i} to Decimal."))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let long = NoteTree::open(&f.paths.root)
+            .unwrap()
+            .create(
+                NewNote::project("shop", "money", Kind::Hindsight, "Refunds crash on float prices")
+                    .error_signatures(["KeyError: 'refund_total'"])
+                    .body(format!("## Error\n\nKeyError: 'refund_total'\n\n## Cause\n\nold field\n\n## Fix\n\n{long_fix}")),
+            )
+            .unwrap()
+            .meta
+            .id;
+        let error = "TypeError: unsupported operand type(s) for +: 'Decimal' and 'float'";
+        let ext = session(&f, "shop", UNRELATED_TASK);
+        assert!(ext.tools().is_empty());
+        let sink = std::sync::Arc::new(quire_core::MemorySink::default());
+        let mut ctx = crate::testutil::ctx_with_sink(config(), sink.clone());
+        let mut out = ToolOutput::error(error);
+        ext.offer_hint(&mut ctx, "edit_file", &mut out);
+        let hint = &out.agent_view[error.len()..];
+        assert!(hint.contains(&f.hindsight), "{hint}");
+        assert!(hint.contains("Parse prices as Decimal."), "{hint}");
+        assert!(!hint.contains("read_note"), "{hint}");
+        assert!(
+            !hint.contains("## Error"),
+            "the error is right above: {hint}"
+        );
+        assert!(!hint.contains("[missing"), "{hint}");
+        assert!(out.user_view.contains("Parse prices as Decimal."));
+        let facts = crate::SessionFacts::from_events(&sink.events());
+        assert!(facts.shown.contains(&f.hindsight), "{facts:?}");
+        let vias: Vec<String> = sink
+            .events()
+            .iter()
+            .filter_map(|e| match &e.kind {
+                quire_types::EventKind::NotesRetrieved { via, .. } => Some(via.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(vias, vec!["error"]);
+
+        // A long fix is cut at a line within a few hundred characters.
+        let mut out = ToolOutput::error("KeyError: 'refund_total'");
+        ext.offer_hint(&mut ctx, "edit_file", &mut out);
+        assert!(out.agent_view.contains(&long), "{}", out.agent_view);
+        assert!(
+            out.agent_view.contains("Step 1: convert"),
+            "{}",
+            out.agent_view
+        );
+        assert!(!out.agent_view.contains("Step 40:"), "{}", out.agent_view);
+        assert!(
+            out.agent_view
+                .lines()
+                .all(|l| !l.starts_with("Step") || l.ends_with("Decimal."))
+        );
+        assert!(out.agent_view.chars().count() < 600, "{}", out.agent_view);
+
+        // With the tools listed, the hint points to read_note instead.
+        let listed = session(&f, "shop", RELATED_TASK);
+        let mut out = ToolOutput::error(error);
+        listed.offer_hint(&mut crate::testutil::ctx(config()), "edit_file", &mut out);
+        assert!(out.agent_view.contains("read_note"), "{}", out.agent_view);
+        assert!(
+            !out.agent_view.contains("Parse prices"),
+            "{}",
+            out.agent_view
+        );
+    }
+
+    #[tokio::test]
+    async fn notes_that_cannot_be_opened_disable_notes_without_failing() {
+        let f = fixture();
+        let file = f.dir.path().join("not-a-folder");
+        std::fs::write(&file, "x").unwrap();
+        let paths = NotesPaths {
+            root: file.clone(),
+            index_dir: f.dir.path().join("index2"),
+        };
+        let ext = session_with(paths, "shop", RELATED_TASK, 0.0, &f.dir);
+        assert!(ext.tools().is_empty());
+        let (added, _) = started(&ext).await;
+        assert!(added.is_empty());
+        let mut out = ToolOutput::error(
+            "TypeError: unsupported operand type(s) for +: 'Decimal' and 'float'",
+        );
+        let before = out.agent_view.clone();
+        ext.offer_hint(&mut crate::testutil::ctx(config()), "edit_file", &mut out);
+        assert_eq!(out.agent_view, before);
+    }
+
+    #[tokio::test]
+    async fn a_resumed_session_gets_no_new_list_and_its_history_is_recognised() {
+        let f = fixture();
+        let ext = session(&f, "shop", RELATED_TASK);
+        let mut resumed = crate::testutil::ctx(config());
+        resumed.messages.push(Message::user("the task"));
+        resumed.messages.push(Message::assistant("", vec![]));
+        ext.on_start(&mut resumed).await.unwrap();
+        assert_eq!(resumed.messages.len(), 2);
+        assert!(!history_uses_notes(&resumed.config, &resumed.messages));
+
+        // The start list, or a call to a notes tool, is recognised.
+        let (added, ctx) = started(&ext).await;
+        assert!(history_uses_notes(&ctx.config, &added));
+        let call = quire_types::ToolCall::new("c1", READ_NOTE, "{}");
+        let calls = vec![Message::assistant("", vec![call])];
+        assert!(history_uses_notes(&ctx.config, &calls));
+        let other = vec![Message::assistant(
+            "",
+            vec![quire_types::ToolCall::new("c2", "read_file", "{}")],
+        )];
+        assert!(!history_uses_notes(&ctx.config, &other));
+    }
+
+    #[test]
+    fn fixes_come_from_the_fix_section_else_the_body_without_the_error() {
+        let body = "## Error\n\nKeyError\n\n## Cause\n\nold\n\n## fix\n\nUse the new key.\n";
+        assert_eq!(section(body, "fix").unwrap().trim(), "Use the new key.");
+        assert_eq!(section("## Cause\n\nx", "fix"), None);
+        let rest = without_section(
+            "## Error\n\nKeyError\n\n## Why abandoned\n\nToo big.",
+            "error",
+        );
+        assert_eq!(rest.trim(), "## Why abandoned\n\nToo big.");
+        assert_eq!(
+            cut_at_line("one\ntwo\nthree", 8),
+            Some(("one\ntwo".to_string(), true))
+        );
+        assert_eq!(cut_at_line("  \n", 8), None);
     }
 }

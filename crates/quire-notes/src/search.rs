@@ -30,6 +30,8 @@ const ERROR_CANDIDATES: usize = 64;
 const SNIPPET_CHARS: usize = 200;
 /// Session retrieval drops hits scoring below this share of the best one.
 const MIN_RELATIVE_SESSION_SCORE: f32 = 0.2;
+/// How relevance scales with task length, see `relevance_unit`.
+const TASK_LENGTH_EXPONENT: f32 = 0.2;
 
 /// A search over notes. Empty or stop-word-only text finds nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,22 +125,10 @@ impl NoteIndex {
         limit: usize,
         token_budget_chars: usize,
     ) -> Result<Vec<Hit>> {
-        let f = self.fields;
         let Some(text_query) = self.text_query(task_text) else {
             return Ok(Vec::new());
         };
-        let shared = term_query(f.scope, Scope::Shared.as_str());
-        let scope: Box<dyn Query> = match project {
-            Some(p) => Box::new(BooleanQuery::new(vec![
-                (Occur::Should, term_query(f.project, &slugify(p))),
-                (Occur::Should, shared),
-            ])),
-            None => shared,
-        };
-        let filters = vec![scope, term_query(f.status, Status::Active.as_str())];
-        // One query over both groups (half the cost of two), ranked
-        // together so the relative cut-off compares like with like.
-        let query = filtered(text_query, filters);
+        let query = self.session_query(text_query, project);
         let searcher = self.searcher();
         let mut top = self.top(&searcher, &query, limit.saturating_mul(2))?;
         let best = top.first().map_or(0.0, |t| t.0);
@@ -162,6 +152,108 @@ impl NoteIndex {
             out.push(hit);
         }
         Ok(out)
+    }
+
+    /// The notes a session starts with. Ranked like `search_for_session`
+    /// (project first, then shared; the relative cut-off too), but a hit
+    /// must also reach `min_score` relevance ([`NoteIndex::relevance`]), so
+    /// a task nothing in the tree is about gets no notes at all. The
+    /// project's architecture notes are the exception: a project map
+    /// (layout, entry points, how to run the tests) helps every task on it,
+    /// so they are always eligible and come first.
+    pub fn search_for_start(
+        &self,
+        task_text: &str,
+        project: Option<&str>,
+        limit: usize,
+        min_score: f32,
+    ) -> Result<Vec<Hit>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let searcher = self.searcher();
+        let mut out = match project {
+            Some(p) => self.architecture_notes(&searcher, task_text, p, limit)?,
+            None => Vec::new(),
+        };
+        if let Some(text_query) = self.text_query(task_text) {
+            let query = self.session_query(text_query, project);
+            let mut top = self.top(&searcher, &query, limit.saturating_mul(2))?;
+            let best = top.first().map_or(0.0, |t| t.0);
+            let unit = relevance_unit(&searcher, self.terms(task_text, MAX_QUERY_TERMS).len());
+            let floor = (best * MIN_RELATIVE_SESSION_SCORE).max(min_score * unit);
+            top.retain(|t| t.0 >= floor);
+            let listed: HashSet<String> = out.iter().map(|h| h.id.clone()).collect();
+            let (project_hits, shared): (Vec<Hit>, Vec<Hit>) = self
+                .hits(&searcher, &query, &top, task_text)?
+                .into_iter()
+                .filter(|h| !listed.contains(&h.id))
+                .partition(|h| h.scope == Scope::Project);
+            out.extend(project_hits);
+            out.extend(shared);
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// A hit's relevance to `task_text`: its BM25 score in the unit
+    /// `min_score` is given in, the weight of a word found in one note
+    /// only, times a length factor. Raw BM25 grows with the number of notes
+    /// (through IDF), so a fixed threshold on it would mean one thing in a
+    /// tree of five notes and another in one of five hundred; in this unit
+    /// a match of one rare task word counts about its field boost (title 3,
+    /// keywords 2.5, description 2, body 1) whatever the tree's size. A
+    /// short task matches fewer words of even a related note, so its scores
+    /// are scaled up by (48 / terms)^0.2 (1.5 for a task of four words).
+    pub fn relevance(&self, score: f32, task_text: &str) -> f32 {
+        let terms = self.terms(task_text, MAX_QUERY_TERMS).len();
+        score / relevance_unit(&self.searcher(), terms)
+    }
+
+    /// The project's active architecture notes, those matching the task
+    /// best first.
+    fn architecture_notes(
+        &self,
+        searcher: &Searcher,
+        task_text: &str,
+        project: &str,
+        limit: usize,
+    ) -> Result<Vec<Hit>> {
+        let f = self.fields;
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        // Optional: ranks them by the task without requiring a match.
+        if let Some(text_query) = self.text_query(task_text) {
+            clauses.push((Occur::Should, text_query));
+        }
+        for filter in [
+            term_query(f.project, &slugify(project)),
+            term_query(f.kind, Kind::Architecture.as_str()),
+            term_query(f.status, Status::Active.as_str()),
+        ] {
+            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(filter, 0.0))));
+        }
+        let query = BooleanQuery::new(clauses);
+        let top = self.top(searcher, &query, limit)?;
+        self.hits(searcher, &query, &top, task_text)
+    }
+
+    /// The task's text query restricted to active notes of the project and
+    /// shared ones: one query over both groups (half the cost of two),
+    /// ranked together so the relative cut-off compares like with like.
+    fn session_query(&self, text_query: Box<dyn Query>, project: Option<&str>) -> BooleanQuery {
+        let f = self.fields;
+        let shared = term_query(f.scope, Scope::Shared.as_str());
+        let scope: Box<dyn Query> = match project {
+            Some(p) => Box::new(BooleanQuery::new(vec![
+                (Occur::Should, term_query(f.project, &slugify(p))),
+                (Occur::Should, shared),
+            ])),
+            None => shared,
+        };
+        filtered(
+            text_query,
+            vec![scope, term_query(f.status, Status::Active.as_str())],
+        )
     }
 
     /// The boosted text part of `search` and `search_for_session`.
@@ -363,6 +455,25 @@ impl<'a> Idf<'a> {
         self.cache.borrow_mut().insert(term.to_string(), w);
         w
     }
+}
+
+/// The BM25 score of one relevance point for a task of `terms` query
+/// terms (see [`NoteIndex::relevance`]): the IDF of a word found in one
+/// document, with tantivy's document count (deleted documents included,
+/// as in its scores), times (terms / 48)^0.2. The exponent fits measured
+/// scores: related notes of one-line tasks score about 0.65 of what they
+/// score for full task texts, unrelated ones drop alike.
+fn relevance_unit(searcher: &Searcher, terms: usize) -> f32 {
+    let docs: u64 = searcher
+        .segment_readers()
+        .iter()
+        .map(|s| u64::from(s.max_doc()))
+        .sum();
+    let docs = docs.max(1) as f32;
+    let rare_word = (1.0 + (docs - 0.5) / 1.5).ln();
+    let length = (terms.clamp(1, MAX_QUERY_TERMS) as f32 / MAX_QUERY_TERMS as f32)
+        .powf(TASK_LENGTH_EXPONENT);
+    rare_word * length
 }
 
 fn stored(doc: &TantivyDocument, field: Field) -> Option<String> {
@@ -613,5 +724,222 @@ mod tests {
         assert_eq!(fallback_snippet(body, "Decimal?"), "the decimal line");
         assert_eq!(fallback_snippet(body, "zzz"), "first line");
         assert_eq!(truncate_chars("ééé", 2), "éé…");
+    }
+
+    use crate::{NewNote, NoteIndex, NoteTree};
+
+    const PROJECT: &str = "more-itertools";
+    /// The default `notes.min_score`, the threshold under test.
+    fn default_min_score() -> f32 {
+        quire_config::NotesConfig::default().min_score as f32
+    }
+
+    /// A tree with the given notes of the project, a few shared ones and
+    /// `others` notes of other projects (they change the IDF of every word,
+    /// as a data home with many projects does).
+    fn tree_with(
+        notes: Vec<NewNote>,
+        others: usize,
+    ) -> (tempfile::TempDir, NoteIndex, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = NoteTree::open(dir.path().join("notes")).unwrap();
+        let ids = notes
+            .into_iter()
+            .map(|n| tree.create(n).unwrap().meta.id)
+            .collect();
+        tree.create(
+            NewNote::shared(
+                "python",
+                Kind::Insight,
+                "Never mix Decimal and float for money",
+            )
+            .description(
+                "Decimal arithmetic with floats raises TypeError; parse money from strings",
+            )
+            .keywords(["decimal", "float", "money"]),
+        )
+        .unwrap();
+        tree.create(
+            NewNote::shared("python", Kind::Hindsight, "pytest cannot import the package under test")
+                .description("ModuleNotFoundError when tests import src; set rootdir and pythonpath in pyproject.toml")
+                .keywords(["pytest", "import", "rootdir"]),
+        )
+        .unwrap();
+        for i in 0..others {
+            tree.create(
+                NewNote::project(
+                    format!("service-{}", i % 7),
+                    "client",
+                    Kind::Insight,
+                    format!("The HTTP client of service {i} retries idempotent requests"),
+                )
+                .description(
+                    "retries with backoff; the tests mock the server in tests/test_client.py",
+                )
+                .keywords(["http", "retry", "backoff"]),
+            )
+            .unwrap();
+        }
+        let index = NoteIndex::open(dir.path().join("index"), &tree).unwrap();
+        (dir, index, ids)
+    }
+
+    /// Each note's relevance to the task (0 when it does not match).
+    fn relevance_of(index: &NoteIndex, task: &str, ids: &[String]) -> Vec<f32> {
+        let mut q = SearchQuery::new(task);
+        q.project = Some(PROJECT.into());
+        q.limit = 100;
+        let hits = index.search(&q).unwrap();
+        ids.iter()
+            .map(|id| {
+                hits.iter()
+                    .find(|h| &h.id == id)
+                    .map_or(0.0, |h| index.relevance(h.score, task))
+            })
+            .collect()
+    }
+
+    /// The task of the more-itertools eval suite's `12-chunked-negative-n`.
+    const CHUNKED_NEGATIVE_N: &str = "chunked() with a negative n leaks islice's error message\n\n\
+        With a negative chunk size, chunked() fails with an error message about\n\
+        itertools.islice, which I never called:\n\n\
+        >>> from more_itertools import chunked\n\
+        >>> list(chunked([1, 2, 3], -1))\n\
+        ValueError: Stop argument for islice() must be None or an integer: 0 <= x <= sys.maxsize.\n\n\
+        Its siblings already give a clear message for the same mistake:\n\n\
+        >>> from more_itertools import sliced, tail\n\
+        >>> list(sliced([1, 2, 3], -1))\n\
+        ValueError: n must be at least 0\n\
+        >>> list(tail(-1, [1, 2, 3]))\n\
+        ValueError: n must be at least 0\n\n\
+        Expected: chunked() with a negative n raises ValueError(\"n must be at least 0\")\n\
+        too. n=None (everything in one chunk) and n=0 must keep working as they do now,\n\
+        with and without strict=True.";
+
+    const CHUNKED_EMPTY: &str = "chunked() with strict=True raises on an empty iterable\n\n\
+        `list(chunked([], 3, strict=True))` raises `ValueError: iterator is not divisible by n.`\n\
+        An empty iterable has no incomplete chunk, so it should return `[]` like\n\
+        `chunked([], 3)` does. Fix `chunked` in `more_itertools/more.py` and add a\n\
+        regression test.";
+
+    /// Notes as the note-taker writes them after earlier tasks; the first
+    /// of each scenario is related to its task, the others are not.
+    fn scenarios() -> Vec<(&'static str, Vec<NewNote>)> {
+        let chunked = NewNote::project(PROJECT, "more", Kind::Insight, "chunked and ichunked build on take and islice")
+            .description("chunked() yields lists of n items via iter(partial(take, n, iterator), []); strict=True checks the length of the last chunk")
+            .keywords(["chunked", "ichunked", "strict", "take"])
+            .body("## Insight\n\n`chunked` in more_itertools/more.py wraps `iter(partial(take, n, iter(iterable)), [])`, so an exhausted iterator ends the loop. With `strict=True` a generator checks each chunk and raises `ValueError` when one is shorter than n.\n\n## When it applies\n\nChanging chunked, ichunked or sliced.");
+        let windowed_tests = NewNote::project(PROJECT, "testing", Kind::HowTo, "Where the windowed() tests live")
+            .description("tests for windowed are in tests/test_more.py, class WindowedTests; run them alone with unittest")
+            .keywords(["windowed", "tests", "unittest"])
+            .body("## Goal\n\nRun only the windowed tests.\n\n## Steps\n\n1. The cases are in `tests/test_more.py`, class `WindowedTests`, one method per fill value and step.\n2. `python -m unittest tests.test_more.WindowedTests -v`.\n\n## Check\n\nThe summary says OK.");
+        let sliced = NewNote::project(PROJECT, "more", Kind::Hindsight, "sliced() accepted a negative n")
+            .description("sliced(seq, -1) returned a truncated slice; reject n < 0 with ValueError('n must be at least 0') like tail()")
+            .keywords(["sliced", "negative n", "ValueError", "strict", "tail"])
+            .body("## Error\n\n```\nAssertionError: ValueError not raised\n```\n\n## Cause\n\nsliced never checked n; with strict=True the message was 'seq is not divisible by n.'.\n\n## Fix\n\n`if n < 0: raise ValueError('n must be at least 0')` at the top of sliced; tests with and without strict in SlicedTests.");
+        let range_tests = NewNote::project(PROJECT, "testing", Kind::HowTo, "Layout of the numeric_range tests")
+            .description("NumericRangeTests in tests/test_more.py has one test method per operation (slicing, reversed, len, index, count)")
+            .keywords(["NumericRangeTests", "tests", "test_more.py", "pytest"])
+            .body("## Goal\n\nFind and run the numeric_range tests.\n\n## Steps\n\n1. They are in tests/test_more.py, class NumericRangeTests, one method per operation.\n2. Run them with `python -m pytest tests/test_more.py -k NumericRange -q`.");
+        let subfactorial = NewNote::project(PROJECT, "more", Kind::Insight, "subfactorial() is computed with exact integer recurrence")
+            .description("subfactorial(n) uses the recurrence !n = n * !(n-1) + (-1)**n on Python ints; reject non-int and negative n")
+            .keywords(["subfactorial", "derangements", "integers", "TypeError"]);
+        vec![
+            (CHUNKED_EMPTY, vec![chunked, windowed_tests]),
+            (CHUNKED_NEGATIVE_N, vec![sliced, range_tests, subfactorial]),
+        ]
+    }
+
+    /// Measured relevance (default threshold 18), with 0 / 100 notes of
+    /// other projects: the empty-iterable task scores the chunked note
+    /// 33 / 26 and the windowed test layout 15 / 10; the eval task scores
+    /// the sliced note 44 / 38, the numeric_range test layout 10 / 8 and
+    /// the subfactorial note 11 / 12.
+    #[test]
+    fn the_default_min_score_lists_related_notes_and_not_unrelated_ones() {
+        let min = default_min_score();
+        for others in [0, 100] {
+            for (task, notes) in scenarios() {
+                let (_dir, index, ids) = tree_with(notes, others);
+                let scores = relevance_of(&index, task, &ids);
+                assert!(scores[0] >= min, "related {scores:?} ({others} others)");
+                assert!(
+                    scores[1..].iter().all(|s| *s > 0.0 && *s < min),
+                    "unrelated ones match a little, under {min}: {scores:?} ({others} others)"
+                );
+                let listed: Vec<String> = index
+                    .search_for_start(task, Some(PROJECT), 5, min)
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| h.id)
+                    .collect();
+                assert_eq!(listed, vec![ids[0].clone()], "{scores:?}");
+                // Without the related note, nothing is listed.
+                let (_dir, index, ids) = tree_with(scenarios_without_first(task), others);
+                let scores = relevance_of(&index, task, &ids);
+                assert!(
+                    index
+                        .search_for_start(task, Some(PROJECT), 5, min)
+                        .unwrap()
+                        .is_empty(),
+                    "{scores:?} ({others} others)"
+                );
+            }
+        }
+    }
+
+    fn scenarios_without_first(task: &str) -> Vec<NewNote> {
+        scenarios()
+            .into_iter()
+            .find(|(t, _)| *t == task)
+            .map(|(_, notes)| notes.into_iter().skip(1).collect())
+            .unwrap()
+    }
+
+    #[test]
+    fn architecture_notes_are_always_listed_first_for_their_project() {
+        let map = NewNote::project(PROJECT, "layout", Kind::Architecture, "How the more-itertools code base is laid out")
+            .description("functions in more_itertools/more.py, stubs in more.pyi, docs in docs/api.rst, one test class per function in tests/");
+        let other_map = NewNote::project(
+            "shop",
+            "layout",
+            Kind::Architecture,
+            "How the shop code base is laid out",
+        )
+        .description("src/cart.py, src/checkout.py; tests in tests/");
+        let mut notes = vec![map, other_map];
+        notes.extend(scenarios().swap_remove(0).1);
+        let (_dir, index, ids) = tree_with(notes, 0);
+        let (map, other_map, chunked) = (&ids[0], &ids[1], &ids[2]);
+        let min = default_min_score();
+        let listed = |task: &str, project: Option<&str>| -> Vec<String> {
+            index
+                .search_for_start(task, project, 5, min)
+                .unwrap()
+                .into_iter()
+                .map(|h| h.id)
+                .collect()
+        };
+        // A task nothing is about: only the project's map.
+        let unrelated = "Add a --json flag to the report command";
+        assert_eq!(relevance_of(&index, unrelated, &ids[..1]), vec![0.0]);
+        assert_eq!(listed(unrelated, Some(PROJECT)), vec![map.clone()]);
+        assert_eq!(listed(unrelated, Some("shop")), vec![other_map.clone()]);
+        assert!(listed(unrelated, Some("nothing-here")).is_empty());
+        assert!(listed(unrelated, None).is_empty());
+        // A related task: the map first, then the matching notes.
+        assert_eq!(
+            listed(CHUNKED_EMPTY, Some(PROJECT)),
+            vec![map.clone(), chunked.clone()]
+        );
+        // Within the limit, the map still comes first.
+        assert_eq!(listed(CHUNKED_EMPTY, Some(PROJECT)).len(), 2);
+        assert_eq!(
+            index
+                .search_for_start(CHUNKED_EMPTY, Some(PROJECT), 1, min)
+                .unwrap()[0]
+                .id,
+            *map
+        );
     }
 }

@@ -104,6 +104,7 @@ pub fn build_extensions(
                         max_shown: config.notes.max_notes_shown as usize,
                         budget_chars: config.notes.retrieval_budget_chars as usize,
                         inline_chars: config.notes.inline_chars as usize,
+                        min_score: config.notes.min_score as f32,
                     },
                 )),
                 "guidance" => Arc::new(GuidanceExtension::new(
