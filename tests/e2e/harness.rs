@@ -152,3 +152,52 @@ pub fn quire_in(home: &Path, base_url: &str) -> Command {
         .current_dir(home);
     cmd
 }
+
+/// The evalsuite fixture's tasks: id, a marker of its prompt, the file,
+/// the buggy and the fixed code.
+pub const EVALSUITE_TASKS: &[(&str, &str, &str, &str, &str)] = &[
+    (
+        "fix-add",
+        "returns the difference instead of the sum",
+        "src/calc.py",
+        "    return a - b",
+        "    return a + b",
+    ),
+    (
+        "clamp-range",
+        "returns the lower bound for values above the range",
+        "src/bounds.py",
+        "    if value > high:\n        return low",
+        "    if low > high:\n        raise ValueError(\"empty range\")\n    if value > high:\n        return high",
+    ),
+    (
+        "greeting",
+        "The greeting is too curt",
+        "src/greet.py",
+        "    return \"Hello \" + name",
+        "    return f\"Hello, {name or 'stranger'}!\"",
+    ),
+];
+
+/// The note files under a notes root (generated folder READMEs aside).
+pub fn note_files(root: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "md")
+                && p.file_name().is_some_and(|n| n != "README.md")
+            {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, &mut out);
+    out.sort();
+    out
+}

@@ -15,32 +15,7 @@ use quire_testkit::rng::Rng;
 use quire_testkit::{Fault, RecordedRequest, Reply, Script, ScriptedServer, call};
 use serde_json::{Value, json};
 
-use crate::harness::{Env, snapshot, stderr, stdout};
-
-/// Each task: a marker of its prompt, the file, the buggy and fixed code.
-const TASKS: &[(&str, &str, &str, &str, &str)] = &[
-    (
-        "fix-add",
-        "returns the difference instead of the sum",
-        "src/calc.py",
-        "    return a - b",
-        "    return a + b",
-    ),
-    (
-        "clamp-range",
-        "returns the lower bound for values above the range",
-        "src/bounds.py",
-        "    if value > high:\n        return low",
-        "    if low > high:\n        raise ValueError(\"empty range\")\n    if value > high:\n        return high",
-    ),
-    (
-        "greeting",
-        "The greeting is too curt",
-        "src/greet.py",
-        "    return \"Hello \" + name",
-        "    return f\"Hello, {name or 'stranger'}!\"",
-    ),
-];
+use crate::harness::{EVALSUITE_TASKS as TASKS, Env, snapshot, stderr, stdout};
 
 /// Solves every task (read, edit, test, finish), each reply delayed
 /// 0–150 ms at random.

@@ -7,7 +7,6 @@
 //! `--notes off` nothing is shown or written. `eval curve` reads two
 //! stored runs.
 
-use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,35 +14,10 @@ use quire_store::{DistillStatus, EvalResultRow, EvalRunStatus, Store};
 use quire_testkit::{Fault, RecordedRequest, Reply, Script, ScriptedServer, call};
 use serde_json::{Value, json};
 
-use crate::harness::{Env, quire_in, stderr, stdout};
+use crate::harness::{EVALSUITE_TASKS as TASKS, Env, note_files, quire_in, stderr, stdout};
 
 const NOTE_TAKER: &str = "You keep the notebook of a coding agent";
 const NOTE_TITLE: &str = "Layout of the mini project: one module per function under src";
-
-/// Each task: a marker of its prompt, the file, the buggy and fixed code.
-const TASKS: &[(&str, &str, &str, &str, &str)] = &[
-    (
-        "fix-add",
-        "returns the difference instead of the sum",
-        "src/calc.py",
-        "    return a - b",
-        "    return a + b",
-    ),
-    (
-        "clamp-range",
-        "returns the lower bound for values above the range",
-        "src/bounds.py",
-        "    if value > high:\n        return low",
-        "    if low > high:\n        raise ValueError(\"empty range\")\n    if value > high:\n        return high",
-    ),
-    (
-        "greeting",
-        "The greeting is too curt",
-        "src/greet.py",
-        "    return \"Hello \" + name",
-        "    return f\"Hello, {name or 'stranger'}!\"",
-    ),
-];
 
 fn is_note_taker(req: &RecordedRequest) -> bool {
     req.all_text().contains(NOTE_TAKER)
@@ -137,27 +111,6 @@ fn results(env: &Env, run: &str) -> Vec<EvalResultRow> {
     env.store().eval_results(run).unwrap()
 }
 
-fn notes_in(root: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "md")
-                && p.file_name().is_some_and(|n| n != "README.md")
-            {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(root, &mut out);
-    out
-}
-
 fn tool_names(req: &RecordedRequest) -> Vec<String> {
     req.body
         .get("tools")
@@ -215,9 +168,9 @@ fn a_learn_run_distills_each_task_before_the_next_and_the_next_sees_the_note() {
 
     // The note went into the run's own tree, not the data home's.
     let run_dir = env.home.path().join("evals").join(&run);
-    let notes = notes_in(&run_dir.join("notes"));
+    let notes = note_files(&run_dir.join("notes"));
     assert_eq!(notes.len(), 1, "{notes:?}");
-    assert!(notes_in(&env.home.path().join("notes")).is_empty());
+    assert!(note_files(&env.home.path().join("notes")).is_empty());
 
     // Task 1 had no notes (none existed); task 2's first request lists the
     // note, with the notes tools.
@@ -422,7 +375,7 @@ fn notes_off_shows_and_writes_none_and_is_the_default() {
         assert!(env.store().distill_job(&id).unwrap().is_none());
     }
     assert_eq!(
-        notes_in(&env.home.path().join("evals").join(&run).join("notes")).len(),
+        note_files(&env.home.path().join("evals").join(&run).join("notes")).len(),
         1
     );
 
@@ -516,7 +469,7 @@ fn a_learn_run_killed_while_distilling_resumes_there_and_does_nothing_twice() {
     assert_eq!(job.status, DistillStatus::Done);
     assert_eq!(job.attempts, 2);
     let run_dir = env.home.path().join("evals").join(&run);
-    assert_eq!(notes_in(&run_dir.join("notes")).len(), 1);
+    assert_eq!(note_files(&run_dir.join("notes")).len(), 1);
     let second = &store.eval_results(&run).unwrap()[1];
     let used = quire_evals::NotesUse::from_details(&second.outcome.details).unwrap();
     assert_eq!(

@@ -5,7 +5,7 @@
 //! first request, finds it with `search_notes`, is offered it next to the
 //! same error, reads it and credits it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use quire_testkit::{Fault, RecordedRequest, Reply, Script, ScriptedServer, call}
 use quire_types::SessionId;
 use serde_json::{Value, json};
 
-use crate::harness::{Env, copy_dir, fixture, read, stderr, stdout};
+use crate::harness::{Env, copy_dir, fixture, note_files, read, stderr, stdout};
 
 const NOTE_TAKER: &str = "You keep the notebook of a coding agent";
 const FIX_OLD: &str = "    return round(price * (100 - percent) / 100, 2)";
@@ -110,28 +110,6 @@ fn wait_for_job(env: &Env, id: &SessionId, status: DistillStatus) {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn note_files(root: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "md")
-                && p.file_name().is_some_and(|n| n != "README.md")
-            {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(root, &mut out);
-    out.sort();
-    out
 }
 
 /// The id in a note file's frontmatter.

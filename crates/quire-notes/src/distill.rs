@@ -153,16 +153,8 @@ impl Distiller {
         id: &SessionId,
         interrupt: &Interrupt,
     ) -> Result<Option<JobReport>, DistillError> {
-        let job = self.store()?.claim_distill_job(
-            Some(id),
-            &self.worker,
-            self.settings.lease,
-            self.settings.max_attempts,
-        )?;
-        match job {
-            Some(job) => Ok(Some(self.process(job, interrupt).await?)),
-            None => Ok(None),
-        }
+        self.claim_and_process(id, self.settings.lease, interrupt)
+            .await
     }
 
     /// [`Distiller::run_session`] that also takes the job over from a
@@ -175,10 +167,19 @@ impl Distiller {
         id: &SessionId,
         interrupt: &Interrupt,
     ) -> Result<Option<JobReport>, DistillError> {
+        self.claim_and_process(id, Duration::ZERO, interrupt).await
+    }
+
+    async fn claim_and_process(
+        &self,
+        id: &SessionId,
+        lease: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<Option<JobReport>, DistillError> {
         let job = self.store()?.claim_distill_job(
             Some(id),
             &self.worker,
-            Duration::ZERO,
+            lease,
             self.settings.max_attempts,
         )?;
         match job {
