@@ -744,39 +744,34 @@ fn warnings(
         }
     }
     let ordered: BTreeSet<&String> = order.iter().collect();
-    let no_position: Vec<&str> = learn_tasks
-        .keys()
-        .filter(|t| !ordered.contains(t))
-        .map(String::as_str)
-        .collect();
-    if !no_position.is_empty() {
-        out.push(format!(
-            "done in other learn runs but not the first (left out): {}",
-            no_position.join(", ")
-        ));
-    }
-    let only_learn: Vec<&str> = order
-        .iter()
-        .filter(|t| !base_tasks.contains_key(*t))
-        .map(String::as_str)
-        .collect();
-    if !only_learn.is_empty() {
-        out.push(format!(
-            "not done in the baseline (left out): {}",
-            only_learn.join(", ")
-        ));
-    }
-    let only_base: Vec<&str> = base_tasks
-        .keys()
-        .filter(|t| !learn_tasks.contains_key(*t))
-        .map(String::as_str)
-        .collect();
-    if !only_base.is_empty() {
-        out.push(format!(
-            "not done in the learn arm (left out): {}",
-            only_base.join(", ")
-        ));
-    }
+    // Tasks one side has and the other leaves out, each said in one line.
+    let mut left_out = |what: &str, tasks: Vec<&String>| {
+        if !tasks.is_empty() {
+            let names: Vec<&str> = tasks.into_iter().map(String::as_str).collect();
+            out.push(format!("{what} (left out): {}", names.join(", ")));
+        }
+    };
+    left_out(
+        "done in other learn runs but not the first",
+        learn_tasks
+            .keys()
+            .filter(|t| !ordered.contains(t))
+            .collect(),
+    );
+    left_out(
+        "not done in the baseline",
+        order
+            .iter()
+            .filter(|t| !base_tasks.contains_key(*t))
+            .collect(),
+    );
+    left_out(
+        "not done in the learn arm",
+        base_tasks
+            .keys()
+            .filter(|t| !learn_tasks.contains_key(*t))
+            .collect(),
+    );
     if let Some(first) = learn.first() {
         for other in learn.iter().skip(1) {
             let theirs: Vec<String> = task_order(other)
