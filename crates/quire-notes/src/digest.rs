@@ -50,7 +50,7 @@ impl Default for DigestLimits {
 /// `notes_digest`), which tools edit files, the redactor and the caps.
 #[derive(Debug, Clone)]
 pub struct DigestOptions {
-    /// Placeholders `{project}`, `{status}`, `{outcome}`, `{task}`,
+    /// Placeholders `{project}`, `{tests}`, `{status}`, `{outcome}`, `{task}`,
     /// `{steps}`, `{notes}`, `{diff}`.
     pub template: String,
     /// Tools whose success between a failing and a passing test run count
@@ -249,10 +249,22 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
         _ => "(none)".to_string(),
     };
     let notes = notes_used(&facts);
+    // The test command the session ran: a map note wants it, and the steps
+    // list only `run_tests()`.
+    let tests = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::TestRun { command, .. } if !command.trim().is_empty() => {
+                Some(format!("`{}`", command.trim()))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| "none run".to_string());
     let text = render(
         &options.template,
         &[
             ("project", &facts.project),
+            ("tests", &tests),
             ("status", facts.status.as_deref().unwrap_or("unknown")),
             ("outcome", &outcome),
             ("task", &cap(facts.task.trim(), limits.task)),
@@ -475,7 +487,7 @@ mod tests {
     use super::*;
     use quire_types::{ToolCall, ToolResultViews, Usage};
 
-    pub(crate) const TEMPLATE: &str = "project {project}: {status} ({outcome})\nTASK\n{task}\nSTEPS\n{steps}\nNOTES\n{notes}\nDIFF\n{diff}";
+    pub(crate) const TEMPLATE: &str = "project {project}: {status} ({outcome})\ntests {tests}\nTASK\n{task}\nSTEPS\n{steps}\nNOTES\n{notes}\nDIFF\n{diff}";
 
     fn options() -> DigestOptions {
         let mut redactor = Redactor::new();
@@ -619,6 +631,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("review: approved"), "{text}");
+        assert!(text.contains("tests `pytest`"), "{text}");
         assert!(
             text.contains("1. run_tests() → tests failed [fixed by step 3 (passed at step 5)]"),
             "{text}"
