@@ -218,6 +218,9 @@ fn parse_counts(list: &str) -> Option<Counts> {
             "skipped" | "ignored" | "pending" | "todo" => add(&mut c.skipped, n),
             "xfailed" | "xpassed" | "warning" | "warnings" | "deselected" | "rerun"
             | "measured" | "filtered out" | "total" => {}
+            // pytest's subtests (Python 3.11+ `self.subTest` under pytest 9):
+            // counted apart; a failing one also fails its test, counted above.
+            w if w.starts_with("subtests ") => {}
             _ => return None,
         }
         any = true;
@@ -543,6 +546,16 @@ FAILED tests/test_calc.py::test_param[a - b] - ValueError: bad
 ERROR tests/test_calc.py::test_with_fixture
 =================== 2 failed, 2 passed, 1 error in 0.05s ====================
 "#;
+
+    #[test]
+    fn pytest_subtests_do_not_hide_the_counts() {
+        let out = "....                                      [100%]\n720 passed, 19896 subtests passed in 18.09s\n";
+        let d = digest_test_output(out, Some(0));
+        assert_eq!((d.passed, d.failed), (Some(720), Some(0)));
+        let out = "F...\nFAILED tests/test_more.py::ChunkedTests::test_neg - AssertionError\n1 failed, 3 passed, 2 subtests failed, 40 subtests passed in 1.2s\n";
+        let d = digest_test_output(out, Some(1));
+        assert_eq!((d.passed, d.failed), (Some(3), Some(1)));
+    }
 
     #[test]
     fn pytest_failures() {
