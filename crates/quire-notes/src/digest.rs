@@ -246,7 +246,29 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
                 cap(d.trim_end(), limits.diff)
             )
         }
-        _ => "(none)".to_string(),
+        _ => {
+            // No change was proposed (the session ended before finish), but
+            // edits may still have been made: say so, so the note-taker
+            // does not read "nothing changed" into it.
+            let mut edited: Vec<&str> = Vec::new();
+            for step in steps.iter().filter(|s| {
+                options.edit_tools.contains(&s.name) && matches!(s.outcome, Outcome::Ok)
+            }) {
+                if let Some(path) = step.path.as_deref()
+                    && !edited.contains(&path)
+                {
+                    edited.push(path);
+                }
+            }
+            if edited.is_empty() {
+                "(none)".to_string()
+            } else {
+                format!(
+                    "(none proposed: the session ended before finish, after editing {})",
+                    edited.join(", ")
+                )
+            }
+        }
     };
     let notes = notes_used(&facts);
     // The test command the session ran: a map note wants it, and the steps
@@ -659,6 +681,21 @@ mod tests {
         );
         assert!(text.contains("read: 01NOTE"), "{text}");
         assert!(text.contains("```diff\n--- a/pytest.ini"), "{text}");
+    }
+
+    #[test]
+    fn a_session_cut_short_says_which_files_it_edited() {
+        let events: Vec<Event> = session_events()
+            .into_iter()
+            .filter(|e| !matches!(e.kind, EventKind::Patch { .. }))
+            .collect();
+        let text = digest(&events, &options());
+        assert!(
+            text.contains(
+                "(none proposed: the session ended before finish, after editing pytest.ini)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
