@@ -249,6 +249,23 @@ fn a_learn_run_distills_each_task_before_the_next_and_the_next_sees_the_note() {
         "{}",
         stdout(&out)
     );
+    // People browse what the run learnt with `quire notes --run`.
+    let out = env.run(&["notes", "--run", &run, "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Layout of the mini project"),
+        "{}",
+        stdout(&out)
+    );
+    let out = env.run(&["notes", "list"]);
+    assert!(
+        !stdout(&out).contains("Layout of the mini project"),
+        "{}",
+        stdout(&out)
+    );
+    let out = env.run(&["notes", "--run", &run, "distill", "--pending"]);
+    assert_eq!(out.status.code(), Some(1));
+
     // The curve puts it beside a baseline, task by task, from the store.
     let out = env.run(&["--json", "eval", "run", &suite(&env), "--notes", "off"]);
     let baseline = run_id(&out);

@@ -63,8 +63,7 @@ pub enum Command {
     #[command(subcommand)]
     Eval(EvalCommand),
     /// Browse and maintain the notes sessions leave for later sessions; distill sessions into notes.
-    #[command(subcommand)]
-    Notes(NotesCommand),
+    Notes(NotesArgs),
     /// The meta-agent: agent generations and a measured improve loop (new, improve, history,
     /// diff, compare, report, promote).
     #[command(subcommand)]
@@ -269,6 +268,16 @@ pub struct EvalRunArgs {
     /// home's notes, or a notes folder (read-only unless --learn).
     #[arg(long, value_name = "off|from=SOURCE")]
     pub notes: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct NotesArgs {
+    /// Browse the notes an eval run learnt (`--learn`, `--notes from=`) instead of this data
+    /// home's: a run id, unique prefix or `last`.
+    #[arg(long, global = true, value_name = "RUN")]
+    pub run: Option<String>,
+    #[command(subcommand)]
+    pub command: NotesCommand,
 }
 
 #[derive(Debug, Subcommand)]

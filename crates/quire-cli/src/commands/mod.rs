@@ -23,7 +23,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Models(cmd) => models::models(&global, cmd).await,
         Command::Sessions(cmd) => sessions::sessions(&global, cmd).await,
         Command::Eval(cmd) => eval::eval(&global, cmd).await,
-        Command::Notes(cmd) => notes::notes(&global, cmd).await,
+        Command::Notes(args) => notes::notes(&global, args).await,
         Command::Meta(cmd) => meta::meta(&global, cmd).await,
     }
 }

@@ -17,13 +17,23 @@ use quire_session::DataHome;
 use quire_store::{DistillStatus, Store};
 use serde_json::json;
 
-use crate::cli::{GlobalArgs, NotesCommand};
+use crate::cli::{GlobalArgs, NotesArgs, NotesCommand};
 use crate::client::{home, live_client, load_agent, redactor};
 use crate::markdown::render_markdown;
 use crate::render::Style;
 
-pub async fn notes(global: &GlobalArgs, cmd: NotesCommand) -> Result<ExitCode> {
-    let opened = Opened::new(global)?;
+pub async fn notes(global: &GlobalArgs, args: NotesArgs) -> Result<ExitCode> {
+    let cmd = args.command;
+    if args.run.is_some()
+        && matches!(
+            cmd,
+            NotesCommand::Distill { .. } | NotesCommand::Watch { .. }
+        )
+    {
+        // A run distills its own sessions (`eval run --learn`, `eval resume`).
+        bail!("--run is for browsing a run's notes; its sessions are distilled by the run itself");
+    }
+    let opened = Opened::new(global, args.run.as_deref())?;
     match cmd {
         NotesCommand::Tree => tree(global, &opened),
         NotesCommand::List {
@@ -51,6 +61,29 @@ pub async fn notes(global: &GlobalArgs, cmd: NotesCommand) -> Result<ExitCode> {
     }
 }
 
+/// The notes tree of eval run `spec` (an id, unique prefix or `last`).
+fn run_notes(home: &DataHome, spec: &str) -> Result<quire_notes::NotesPaths> {
+    let store = Store::open(&home.db_path())?;
+    let run = if spec == "last" {
+        store
+            .list_eval_runs(None, Some(1))?
+            .into_iter()
+            .next()
+            .map(|s| s.run)
+    } else {
+        store.find_eval_run(spec)?
+    }
+    .with_context(|| format!("no eval run matches `{spec}` (see `quire eval list`)"))?;
+    let (root, index_dir) = quire_evals::run_notes_dirs(&home.root().join("evals").join(&run.id));
+    if !root.is_dir() {
+        bail!(
+            "eval run {} has no notes of its own (only runs with --learn or --notes from= do)",
+            run.id
+        );
+    }
+    Ok(quire_notes::NotesPaths { root, index_dir })
+}
+
 /// The config, data home and open notes every subcommand starts from.
 struct Opened {
     config: AgentConfig,
@@ -61,10 +94,13 @@ struct Opened {
 }
 
 impl Opened {
-    fn new(global: &GlobalArgs) -> Result<Opened> {
+    fn new(global: &GlobalArgs, run: Option<&str>) -> Result<Opened> {
         let config = load_agent(global, None)?;
         let home = home(global)?;
-        let paths = home.notes_paths(&config);
+        let paths = match run {
+            None => home.notes_paths(&config),
+            Some(spec) => run_notes(&home, spec)?,
+        };
         let (notes, sync) = Notes::open(&paths, redactor(&config)).with_context(|| {
             format!(
                 "cannot open the notes at {} (index {})",
