@@ -15,7 +15,7 @@ use quire_evals::{
 };
 use quire_store::{EvalResultRow, EvalRunRow, Store};
 
-use super::eval_notes;
+use super::eval_notes::{self, find_run};
 use crate::cli::{EvalCommand, EvalRunArgs, GlobalArgs, RecordingArgs};
 use crate::client::{home, load_agent};
 use crate::render::Style;
@@ -402,21 +402,6 @@ impl Progress for Printer {
             width = self.width
         );
     }
-}
-
-/// A run by id, unique prefix, or `last`.
-fn find_run(store: &Store, spec: &str) -> Result<EvalRunRow> {
-    if spec == "last" || spec == "latest" {
-        return store
-            .list_eval_runs(None, Some(1))?
-            .into_iter()
-            .next()
-            .map(|s| s.run)
-            .ok_or_else(|| anyhow!("no eval runs yet"));
-    }
-    store
-        .find_eval_run(spec)?
-        .ok_or_else(|| anyhow!("no eval run matches `{spec}` (see `quire eval list`)"))
 }
 
 fn report(global: &GlobalArgs, spec: &str, markdown: bool) -> Result<ExitCode> {

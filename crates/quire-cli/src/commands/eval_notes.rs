@@ -5,14 +5,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use async_trait::async_trait;
 use quire_config::AgentConfig;
 use quire_core::Interrupt;
 use quire_evals::{LearnEnd, Learner, NotesPlan, copy_notes, run_notes_dirs};
 use quire_notes::{Distiller, JobOutcome, Notes, NotesPaths};
 use quire_session::{DataHome, NotesWrites, Runner};
-use quire_store::Store;
+use quire_store::{EvalRunRow, Store};
 use quire_types::SessionId;
 
 use crate::client::{live_client, redactor};
@@ -70,14 +70,35 @@ fn resolve_source(home: &DataHome, config: &AgentConfig, spec: &str) -> Result<P
     let run = store.find_eval_run(spec)?.with_context(|| {
         format!("--notes from={spec}: no eval run, data home or notes folder by that name")
     })?;
-    let (tree, _) = run_notes_dirs(&home.root().join("evals").join(&run.id));
-    if !tree.is_dir() {
+    Ok(run_notes(home, &run)?.root)
+}
+
+/// A run by id, unique prefix, or `last`.
+pub fn find_run(store: &Store, spec: &str) -> Result<EvalRunRow> {
+    if spec == "last" || spec == "latest" {
+        return store
+            .list_eval_runs(None, Some(1))?
+            .into_iter()
+            .next()
+            .map(|s| s.run)
+            .ok_or_else(|| anyhow!("no eval runs yet"));
+    }
+    store
+        .find_eval_run(spec)?
+        .ok_or_else(|| anyhow!("no eval run matches `{spec}` (see `quire eval list`)"))
+}
+
+/// The notes tree an eval run learnt or started from: refused for runs
+/// that have none (`--notes off`).
+pub fn run_notes(home: &DataHome, run: &EvalRunRow) -> Result<NotesPaths> {
+    let (root, index_dir) = run_notes_dirs(&home.root().join("evals").join(&run.id));
+    if !root.is_dir() {
         bail!(
             "eval run {} has no notes of its own (only runs with --learn or --notes from= do)",
             run.id
         );
     }
-    Ok(tree)
+    Ok(NotesPaths { root, index_dir })
 }
 
 /// Makes the run's own notes tree if it is not there yet (a copy of the

@@ -61,29 +61,6 @@ pub async fn notes(global: &GlobalArgs, args: NotesArgs) -> Result<ExitCode> {
     }
 }
 
-/// The notes tree of eval run `spec` (an id, unique prefix or `last`).
-fn run_notes(home: &DataHome, spec: &str) -> Result<quire_notes::NotesPaths> {
-    let store = Store::open(&home.db_path())?;
-    let run = if spec == "last" {
-        store
-            .list_eval_runs(None, Some(1))?
-            .into_iter()
-            .next()
-            .map(|s| s.run)
-    } else {
-        store.find_eval_run(spec)?
-    }
-    .with_context(|| format!("no eval run matches `{spec}` (see `quire eval list`)"))?;
-    let (root, index_dir) = quire_evals::run_notes_dirs(&home.root().join("evals").join(&run.id));
-    if !root.is_dir() {
-        bail!(
-            "eval run {} has no notes of its own (only runs with --learn or --notes from= do)",
-            run.id
-        );
-    }
-    Ok(quire_notes::NotesPaths { root, index_dir })
-}
-
 /// The config, data home and open notes every subcommand starts from.
 struct Opened {
     config: AgentConfig,
@@ -99,7 +76,10 @@ impl Opened {
         let home = home(global)?;
         let paths = match run {
             None => home.notes_paths(&config),
-            Some(spec) => run_notes(&home, spec)?,
+            Some(spec) => {
+                let run = super::eval_notes::find_run(&Store::open(&home.db_path())?, spec)?;
+                super::eval_notes::run_notes(&home, &run)?
+            }
         };
         let (notes, sync) = Notes::open(&paths, redactor(&config)).with_context(|| {
             format!(
