@@ -587,6 +587,7 @@ impl EvalRunner {
         self.progress.distill_started(task, attempt);
         // Each round is one claim; a failed attempt goes back to pending
         // until the store marks it failed, so this ends.
+        let mut job = job;
         for _ in 0..MAX_DISTILL_ROUNDS {
             if self.stop.is_triggered() {
                 return Ok(false);
@@ -598,13 +599,11 @@ impl EvalRunner {
                     tracing::warn!(%session, %error, "distillation failed; the run goes on");
                 }
             }
-            let job = with_store(&self.store, |s| s.distill_job(session))?;
+            job = with_store(&self.store, |s| s.distill_job(session))?;
             if !job_open(job.as_ref()) {
-                self.progress.distill_finished(task, attempt, job.as_ref());
-                return Ok(true);
+                break;
             }
         }
-        let job = with_store(&self.store, |s| s.distill_job(session))?;
         self.progress.distill_finished(task, attempt, job.as_ref());
         Ok(true)
     }
