@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use quire_core::Interrupt;
+use quire_notes::{RETRIEVAL_TOOLS, START_LIST_SOURCE, via};
 use quire_types::{Event, EventKind, SessionId};
 use serde::{Deserialize, Serialize};
 
@@ -171,9 +172,6 @@ pub fn copy_notes(source: &Path, dest: &Path) -> Result<usize, EvalError> {
     Ok(copied)
 }
 
-/// Tool names whose results are notes.
-const NOTES_TOOLS: &[&str] = &["search_notes", "read_note"];
-
 impl NotesUse {
     /// What notes did in a session, from its events. `tool_schema_chars`
     /// is the size of the notes tools' descriptions and schemas, which ride
@@ -187,21 +185,23 @@ impl NotesUse {
         let mut total_chars = 0u64;
         for event in events {
             match &event.kind {
-                EventKind::UserMessage { source, content } if source == "notes" => {
+                EventKind::UserMessage { source, content } if source == START_LIST_SOURCE => {
                     block_chars += content.chars().count() as u64;
                 }
-                EventKind::ToolCallStarted { name, .. } if NOTES_TOOLS.contains(&name.as_str()) => {
+                EventKind::ToolCallStarted { name, .. }
+                    if RETRIEVAL_TOOLS.contains(&name.as_str()) =>
+                {
                     tools_used = true;
                 }
                 EventKind::ToolResult { name, views, .. }
-                    if NOTES_TOOLS.contains(&name.as_str()) =>
+                    if RETRIEVAL_TOOLS.contains(&name.as_str()) =>
                 {
                     result_chars += views.agent_view.chars().count() as u64;
                 }
-                EventKind::NotesRetrieved { via, ids } => {
+                EventKind::NotesRetrieved { via: how, ids } => {
                     for id in ids {
                         push_unique(&mut out.shown, id);
-                        if via == "read" {
+                        if how == via::READ {
                             push_unique(&mut out.read, id);
                             // Read before the first request: inlined in the start list.
                             if requests == 0 {

@@ -26,6 +26,7 @@ use crate::digest::{DigestOptions, digest};
 use crate::facts::{SessionFacts, Verdict};
 use crate::handle::Notes;
 use crate::note_tools::{NoteTakerState, NoteTools, WrittenNote};
+use crate::retrieval::cut_at_line;
 
 /// How jobs run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -462,7 +463,7 @@ impl Distiller {
                 &[("notes", &list.join("\n"))],
             ));
         }
-        let existing = self.existing_notes(&facts.task, &facts.project);
+        let existing = self.existing_notes(&config, &facts.task, &facts.project);
         if !existing.is_empty() {
             first.push_str("\n\n");
             first.push_str(&render(
@@ -477,6 +478,11 @@ impl Distiller {
         Ok((outcome, written, ctx.usage, ctx.iteration))
     }
 }
+
+/// Notes of the project listed in the digest at most.
+const EXISTING_NOTES: usize = 6;
+/// Characters of a project map's body shown in the digest.
+const MAP_BODY_CHARS: usize = 2_000;
 
 impl Distiller {
     /// A session with nothing new to teach is skipped without a model call
@@ -499,19 +505,12 @@ impl Distiller {
             .ok()?;
         crate::triage::nothing_to_learn(facts, events, &notes)
     }
-}
 
-/// Notes of the project listed in the digest at most.
-const EXISTING_NOTES: usize = 6;
-/// Characters of a project map's body shown in the digest.
-const MAP_BODY_CHARS: usize = 2_000;
-
-impl Distiller {
     /// The notes the note-taker would otherwise search for first: the best
     /// matches for the task, a project map (`architecture`) with its text,
     /// so that it can update instead of duplicate without a search or a
     /// read (each call resends the digest).
-    fn existing_notes(&self, task: &str, project: &str) -> String {
+    fn existing_notes(&self, config: &AgentConfig, task: &str, project: &str) -> String {
         let project = project.trim();
         let hits = self
             .notes
@@ -526,41 +525,30 @@ impl Distiller {
             .unwrap_or_default();
         let mut lines = Vec::new();
         for hit in hits {
-            lines.push(format!(
-                "- {} [{}] {}: {}",
-                hit.id,
-                hit.kind.as_str(),
-                hit.title,
-                hit.description
+            lines.push(render(
+                config.message("notes_retrieved_entry"),
+                &[
+                    ("id", &hit.id),
+                    ("kind", hit.kind.as_str()),
+                    ("title", &hit.title),
+                    ("description", &hit.description),
+                    ("stale", ""),
+                ],
             ));
             if hit.kind == crate::Kind::Architecture
                 && let Ok(Some(note)) = self.notes.tree.get(&hit.id)
+                && let Some((body, cut)) = cut_at_line(&note.body, MAP_BODY_CHARS)
             {
-                let body = cut_at_line(note.body.trim(), MAP_BODY_CHARS);
                 for line in body.lines() {
                     lines.push(format!("    {line}"));
+                }
+                if cut {
+                    lines.push("    …".to_string());
                 }
             }
         }
         lines.join("\n")
     }
-}
-
-/// `text` up to `max` characters, cut at a line end.
-fn cut_at_line(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut kept = String::new();
-    for line in text.lines() {
-        if kept.chars().count() + line.chars().count() + 1 > max {
-            kept.push('…');
-            break;
-        }
-        kept.push_str(line);
-        kept.push('\n');
-    }
-    kept
 }
 
 fn credited_ids(job: &DistillJob, report: &JobReport) -> Vec<String> {

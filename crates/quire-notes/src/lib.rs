@@ -36,7 +36,9 @@ pub use handle::{Notes, NotesPaths};
 pub use note_tools::{
     MAX_EDIT_CHARS, NOTE_TAKER_TOOLS, NoteAction, NoteTakerState, NoteTools, Progress, WrittenNote,
 };
-pub use retrieval::{NotesExtension, NotesState, RETRIEVAL_TOOLS, RetrievalSettings};
+pub use retrieval::{
+    NotesExtension, NotesState, RETRIEVAL_TOOLS, RetrievalSettings, START_LIST_SOURCE,
+};
 pub use stale::stale_reason;
 
 pub use error::{Error, Result};

@@ -35,6 +35,8 @@ use crate::search::Hit;
 use crate::stale::stale_reason;
 
 const SEARCH_NOTES: &str = "search_notes";
+/// The `UserMessage` source of the start list, for figures read from events.
+pub const START_LIST_SOURCE: &str = "notes";
 /// The retrieval tools, for config checks.
 pub const RETRIEVAL_TOOLS: &[&str] = &[SEARCH_NOTES, READ_NOTE];
 /// Hits `search_notes` returns.
@@ -421,7 +423,7 @@ impl NotesExtension {
 
 /// `text` trimmed, cut after the last whole line within `budget`
 /// characters, and whether it was cut. `None` when nothing is left.
-fn cut_at_line(text: &str, budget: usize) -> Option<(String, bool)> {
+pub(crate) fn cut_at_line(text: &str, budget: usize) -> Option<(String, bool)> {
     let text = text.trim();
     if text.is_empty() {
         return None;
@@ -574,7 +576,7 @@ impl Extension for NotesExtension {
             return Ok(());
         };
         if let Some((message, ids, inlined)) = self.start_message(ctx, &notes) {
-            ctx.push_user("notes", message)?;
+            ctx.push_user(START_LIST_SOURCE, message)?;
             record(ctx, via::START, &ids);
             // Shown in full: it counts as read when the session is credited.
             if let Some(id) = inlined {
