@@ -172,8 +172,8 @@ fn a_learn_run_distills_each_task_before_the_next_and_the_next_sees_the_note() {
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(note_files(&env.home.path().join("notes")).is_empty());
 
-    // Task 1 had no notes (none existed); task 2's first request lists the
-    // note, with the notes tools.
+    // Task 1 had no notes (none existed); task 2's first request shows the
+    // note in full, so no notes tool rides along.
     let first1 = &requests[first(&requests, coding(0))];
     assert!(!first1.all_text().contains(NOTE_TITLE));
     let first2 = &requests[first(&requests, coding(1))];
@@ -182,7 +182,7 @@ fn a_learn_run_distills_each_task_before_the_next_and_the_next_sees_the_note() {
         "{}",
         first2.all_text()
     );
-    assert!(tool_names(first2).contains(&"read_note".to_string()));
+    assert!(!tool_names(first2).contains(&"read_note".to_string()));
 
     // Every result says what notes did; every session was distilled, and
     // what that cost is kept on its job.

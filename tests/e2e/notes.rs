@@ -204,6 +204,9 @@ fn an_error_fixed_in_one_session_becomes_a_note_the_next_session_gets() {
     let out = env
         .quire_at(&second.openai_base_url())
         .args([
+            // Titles and a short text only, so the notes tools are offered.
+            "-c",
+            "notes.inline_chars=20",
             "run",
             ws.to_str().unwrap(),
             "--yes",
@@ -224,8 +227,8 @@ fn an_error_fixed_in_one_session_becomes_a_note_the_next_session_gets() {
         "the note is in the first request: {first_request}"
     );
     assert!(
-        first_request.contains("Raise ValueError when percent < 0"),
-        "with its text inline: {first_request}"
+        first_request.contains(&format!("read_note {id} for the rest")),
+        "its text cut, with a pointer to the rest: {first_request}"
     );
     let found = requests[1].last_tool_result().unwrap();
     assert!(found.contains(&id), "search_notes finds it: {found}");
@@ -250,8 +253,8 @@ fn an_error_fixed_in_one_session_becomes_a_note_the_next_session_gets() {
             _ => None,
         })
         .collect();
-    // Listed with its text inline (so read), then searched, offered, read.
-    assert_eq!(vias, vec!["start", "read", "search", "error", "read"]);
+    // Listed with its text cut (so not read yet), then searched, offered, read.
+    assert_eq!(vias, vec!["start", "search", "error", "read"]);
 
     // Distilling the later session writes nothing and credits the note it read.
     let out = env
@@ -664,8 +667,17 @@ fn no_notes_turns_retrieval_and_distillation_off() {
         "no job queued"
     );
 
-    // With notes on, the same task gets the curated note and the tools.
-    let out = env.run(&["run", env.ws().to_str().unwrap(), "--yes", "--task", task]);
+    // With notes on, the same task gets the curated note and, as its text
+    // is not shown in full here, the tools.
+    let out = env.run(&[
+        "-c",
+        "notes.inline_chars=0",
+        "run",
+        env.ws().to_str().unwrap(),
+        "--yes",
+        "--task",
+        task,
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let requests = env.server.requests();
     let first = requests

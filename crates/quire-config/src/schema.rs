@@ -193,8 +193,9 @@ pub struct NotesConfig {
     /// Notes listed at session start at most.
     #[serde(default = "defaults::max_notes_shown")]
     pub max_notes_shown: u32,
-    /// Characters of the best fresh note's text shown in the start list
-    /// (0: titles and descriptions only).
+    /// Characters of note text shown in the start list, over all notes in
+    /// rank order (0: titles and descriptions only). When every listed
+    /// note is shown in full, the notes tools are not offered.
     #[serde(default = "defaults::inline_chars")]
     pub inline_chars: u32,
     /// Relevance a note needs to be listed at session start: its BM25

@@ -515,11 +515,13 @@ impl Distiller {
         let hits = self
             .notes
             .index
-            .search_for_session(
+            // Threshold 0: the note-taker should see every note the task
+            // touches (the map first), not only those a session is shown.
+            .search_for_start(
                 task,
                 (!project.is_empty()).then_some(project),
                 EXISTING_NOTES,
-                usize::MAX,
+                0.0,
             )
             .map_err(|err| tracing::warn!(%err, "cannot list existing notes for the digest"))
             .unwrap_or_default();

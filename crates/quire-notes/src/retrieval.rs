@@ -1,19 +1,22 @@
 //! The `notes` extension: brings notes into a coding session.
 //!
 //! - At start, the task and project select the top active notes (project
-//!   first, then shared) that reach `min_score` relevance, within a
-//!   character budget; they are listed once, as one user message right
-//!   after the task, by id, title and description. Sent once and never
-//!   changed, it stays in the cached prefix. The project's architecture
-//!   notes are always listed.
-//! - `search_notes {query}` and `read_note {id}` let the model pull more.
-//!   When nothing is listed, neither is offered: their schemas would ride
-//!   along in every request for nothing.
+//!   first, then shared) that reach `min_score` relevance; the project's
+//!   architecture notes (its map) are always eligible and come first.
+//!   They are shown once, as one user message right after the task: each
+//!   note's text in full while the texts fit `inline_chars`, the rest by
+//!   id, title and description within `budget_chars`. Sent once and never
+//!   changed, the message stays in the cached prefix.
+//! - A note flagged stale (its provenance files or symbols are gone from
+//!   the session copy) is left out, unless it is an architecture note,
+//!   which is shown with the flag: a map with one renamed function in it
+//!   still says where the rest lives.
+//! - `search_notes {query}` and `read_note {id}` let the model pull more,
+//!   but only when something was listed without its full text: otherwise
+//!   their schemas would ride along in every request for nothing.
 //! - When a tool fails, or the tests fail, the error text is matched against
 //!   hindsight notes and the best match's id and title are offered on a line
 //!   under the result (with its fix inline when `read_note` is not offered).
-//! - Notes whose provenance files or symbols are gone from the session copy
-//!   are flagged stale wherever they are shown.
 //!
 //! Every note shown or read is recorded in the trajectory, so the session's
 //! distillation job can credit the notes it read by outcome.
@@ -54,8 +57,9 @@ pub struct RetrievalSettings {
     pub max_shown: usize,
     /// Characters the start list may take (titles, descriptions, ids).
     pub budget_chars: usize,
-    /// Characters of the best fresh note's text shown in the list itself
-    /// (0: titles only). Models rarely call read_note on a title alone.
+    /// Characters of note text shown in the start list itself, over all
+    /// notes, in rank order (0: titles only). Models rarely call read_note
+    /// on a title alone, and a note shown in full needs no tool.
     pub inline_chars: usize,
     /// Relevance a note needs to be listed at start (see
     /// [`crate::NoteIndex::relevance`]); the project's architecture notes
@@ -84,9 +88,31 @@ pub struct NotesExtension {
     workspace: PathBuf,
     settings: RetrievalSettings,
     notes: OnceLock<Result<Arc<Notes>, String>>,
-    /// The start list's notes, retrieved once: `tools` and `on_start` both
-    /// decide from it.
-    start: OnceLock<Vec<Hit>>,
+    /// The start list, planned once: `tools` and `on_start` both decide
+    /// from it.
+    start: OnceLock<Vec<StartEntry>>,
+}
+
+/// One note of the start list and how it is shown.
+#[derive(Debug, Clone)]
+struct StartEntry {
+    hit: Hit,
+    /// Why the note is stale; only architecture notes are kept when stale.
+    stale: Option<String>,
+    /// The note's text shown under its entry, and whether it was cut.
+    body: Option<(String, bool)>,
+    /// The note has a text at all (an entry without one says it all).
+    has_text: bool,
+}
+
+impl StartEntry {
+    /// Shown without its full text: the model needs `read_note` for it.
+    fn needs_read(&self) -> bool {
+        match &self.body {
+            Some((_, cut)) => *cut,
+            None => self.has_text,
+        }
+    }
 }
 
 impl NotesExtension {
@@ -114,15 +140,16 @@ impl NotesExtension {
         }
     }
 
-    /// The notes relevant to the task, retrieved on first use. Deterministic
-    /// for a task, project and tree; empty when the notes cannot be opened
-    /// or searched (retrieval is then off for the session, which goes on).
-    fn start_hits(&self) -> &[Hit] {
+    /// The start list, planned on first use from the notes relevant to the
+    /// task. Deterministic for a task, project, tree and session copy;
+    /// empty when the notes cannot be opened or searched (retrieval is then
+    /// off for the session, which goes on).
+    fn start_entries(&self) -> &[StartEntry] {
         self.start.get_or_init(|| {
             let Ok(notes) = self.notes() else {
                 return Vec::new();
             };
-            notes
+            let hits = notes
                 .index
                 .search_for_start(
                     &self.task,
@@ -133,16 +160,57 @@ impl NotesExtension {
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "note retrieval failed");
                     Vec::new()
-                })
+                });
+            self.plan_start(&notes, hits)
         })
     }
 
-    /// Whether the notes tools are offered in this session: only when some
-    /// note is relevant to the task. Decided on the retrieval, not on the
-    /// rendered list, which needs the config: a budget too small for even
-    /// one entry still leaves the tools offered.
+    /// Which hits are shown, and which with their text: stale notes other
+    /// than architecture notes are dropped (they cost tokens and mislead),
+    /// texts are inlined in rank order while they fit `inline_chars` (the
+    /// first one that does not fit is cut at a line, the rest get titles).
+    fn plan_start(&self, notes: &Notes, hits: Vec<Hit>) -> Vec<StartEntry> {
+        let mut entries = Vec::with_capacity(hits.len());
+        let mut inline_left = self.settings.inline_chars;
+        for hit in hits {
+            let note = match notes.tree.get(&hit.id) {
+                Ok(Some(note)) => note,
+                _ => continue,
+            };
+            let stale = stale_reason(&note, &self.workspace);
+            if let Some(reason) = &stale {
+                tracing::info!(id = %hit.id, %reason, "retrieved note is stale");
+                if hit.kind != crate::Kind::Architecture {
+                    continue;
+                }
+            }
+            let body = (inline_left > 0)
+                .then(|| cut_at_line(&note.body, inline_left))
+                .flatten();
+            if let Some((text, cut)) = &body {
+                inline_left = if *cut {
+                    0
+                } else {
+                    inline_left.saturating_sub(text.chars().count())
+                };
+            }
+            let has_text = !note.body.trim().is_empty();
+            entries.push(StartEntry {
+                hit,
+                stale,
+                body,
+                has_text,
+            });
+        }
+        entries
+    }
+
+    /// Whether the notes tools are offered in this session: only when the
+    /// start list shows some note without its full text. Decided on the
+    /// plan, not on the rendered list, which needs the config: a budget
+    /// too small for an entry still leaves the tools offered.
     fn tools_listed(&self) -> bool {
-        !self.start_hits().is_empty()
+        self.start_entries().iter().any(StartEntry::needs_read)
     }
 
     /// The notes, opened (and synced with hand edits) on first use. A
@@ -189,23 +257,23 @@ impl NotesExtension {
         reason
     }
 
-    /// The start list: the best notes for the task that fit the budget,
-    /// the first fresh one with its text inline. Returns the message, the
-    /// ids listed and the id inlined.
-    fn start_message(
-        &self,
-        ctx: &mut Ctx,
-        notes: &Notes,
-    ) -> Option<(String, Vec<String>, Option<String>)> {
-        let hits = self.start_hits().to_vec();
+    /// The start list's message, the ids listed and the ids shown in
+    /// full. Entries past `budget_chars` are left out (the text of a note
+    /// shown does not count against it: `inline_chars` bounds that).
+    fn start_message(&self, ctx: &mut Ctx) -> Option<(String, Vec<String>, Vec<String>)> {
         let config = ctx.config.clone();
         let mut lines = Vec::new();
         let mut ids = Vec::new();
+        let mut read = Vec::new();
         let mut used = 0;
-        let mut inlined = None;
-        for hit in hits {
-            let stale_reason = self.stale(ctx, notes, &hit.id);
-            let stale = stale_reason
+        for entry in self.start_entries() {
+            let hit = &entry.hit;
+            ctx.state
+                .get_mut::<NotesState>()
+                .stale
+                .insert(hit.id.clone(), entry.stale.clone());
+            let stale = entry
+                .stale
                 .as_ref()
                 .map(|reason| render(config.message("notes_stale"), &[("reason", reason)]))
                 .unwrap_or_default();
@@ -224,44 +292,32 @@ impl NotesExtension {
                 break;
             }
             used += cost;
-            if inlined.is_none()
-                && stale_reason.is_none()
-                && let Some(body) = self.inline_body(notes, &hit.id)
-            {
-                let more = if body.1 {
+            if let Some((body, cut)) = &entry.body {
+                let more = if *cut {
                     render(config.message("notes_inline_more"), &[("id", &hit.id)])
                 } else {
+                    read.push(hit.id.clone());
                     String::new()
                 };
                 line.push('\n');
                 line.push_str(&render(
                     config.message("notes_inline"),
-                    &[("body", &body.0), ("more", &more)],
+                    &[("body", body), ("more", &more)],
                 ));
-                inlined = Some(hit.id.clone());
             }
             lines.push(line);
-            ids.push(hit.id);
+            ids.push(hit.id.clone());
         }
         if lines.is_empty() {
             return None;
         }
-        let text = render(
-            config.message("notes_retrieved"),
-            &[("notes", &lines.join("\n"))],
-        );
-        Some((text.trim().to_string(), ids, inlined))
-    }
-
-    /// A note's text for the start list, cut at a line within
-    /// `inline_chars`, and whether it was cut.
-    fn inline_body(&self, notes: &Notes, id: &str) -> Option<(String, bool)> {
-        let budget = self.settings.inline_chars;
-        if budget == 0 {
-            return None;
-        }
-        let note = notes.tree.get(id).ok()??;
-        cut_at_line(&note.body, budget)
+        let header = if self.tools_listed() {
+            "notes_retrieved"
+        } else {
+            "notes_retrieved_in_full"
+        };
+        let text = render(config.message(header), &[("notes", &lines.join("\n"))]);
+        Some((text.trim().to_string(), ids, read))
     }
 
     fn search(&self, ctx: &mut Ctx, query: &str) -> ToolOutput {
@@ -488,14 +544,25 @@ fn is_heading(line: &str, name: &str) -> bool {
 /// Whether a conversation already used notes: a call to a notes tool, or
 /// the start list (recognised by the text before `{notes}` in its template).
 fn history_uses_notes(config: &AgentConfig, messages: &[Message]) -> bool {
-    let template = config.message("notes_retrieved");
-    let head = template.split("{notes}").next().unwrap_or("").trim();
+    let heads: Vec<String> = ["notes_retrieved", "notes_retrieved_in_full"]
+        .iter()
+        .map(|key| {
+            let template = config.message(key);
+            template
+                .split("{notes}")
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
+        .filter(|head| !head.is_empty())
+        .collect();
     messages.iter().any(|m| match m {
         Message::Assistant { tool_calls, .. } => tool_calls
             .iter()
             .any(|c| RETRIEVAL_TOOLS.contains(&c.name.as_str())),
         Message::Tool { name, .. } => RETRIEVAL_TOOLS.contains(&name.as_str()),
-        Message::User { content } => !head.is_empty() && content.starts_with(head),
+        Message::User { content } => heads.iter().any(|head| content.starts_with(head)),
         Message::System { .. } => false,
     })
 }
@@ -572,15 +639,12 @@ impl Extension for NotesExtension {
             }
             return Ok(());
         }
-        let Ok(notes) = self.notes() else {
-            return Ok(());
-        };
-        if let Some((message, ids, inlined)) = self.start_message(ctx, &notes) {
+        if let Some((message, ids, read)) = self.start_message(ctx) {
             ctx.push_user(START_LIST_SOURCE, message)?;
             record(ctx, via::START, &ids);
-            // Shown in full: it counts as read when the session is credited.
-            if let Some(id) = inlined {
-                record(ctx, via::READ, &[id]);
+            // Shown in full: they count as read when the session is credited.
+            if !read.is_empty() {
+                record(ctx, via::READ, &read);
             }
         }
         Ok(())
@@ -704,21 +768,28 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_best_fresh_note_is_shown_inline_and_counts_as_read() {
+    async fn note_texts_are_shown_in_full_while_they_fit_and_count_as_read() {
         let f = fixture();
-        let mut ext = extension(&f, 2_000);
-        ext.settings.inline_chars = 1_000;
+        let with_inline = |chars: usize| {
+            let mut ext = extension(&f, 2_000);
+            ext.settings.inline_chars = chars;
+            ext
+        };
+        let ext = with_inline(1_000);
         let mut ctx = ctx(config());
         ctx.messages.push(Message::user("the task"));
         ext.on_start(&mut ctx).await.unwrap();
         let list = ctx.messages[1].text().to_string();
         assert!(list.contains("Parse prices as Decimal."), "{list}");
-        assert!(!list.contains("read_note {id}"), "{list}");
+        assert!(!list.contains("read_note"), "{list}");
+        // Everything listed is shown whole: no tool is needed to read it.
+        assert!(ext.tools().is_empty());
         let state = ctx.state.get_mut::<NotesState>();
-        assert_eq!(state.read.iter().collect::<Vec<_>>(), vec![&f.hindsight]);
+        assert!(state.read.contains(&f.hindsight), "{:?}", state.read);
 
-        // Cut at a line within the budget, with a pointer to the rest.
-        ext.settings.inline_chars = 20;
+        // Cut at a line within the budget, with a pointer to the rest, and
+        // then the tools are offered.
+        let ext = with_inline(20);
         let mut ctx = crate::testutil::ctx(config());
         ctx.messages.push(Message::user("the task"));
         ext.on_start(&mut ctx).await.unwrap();
@@ -729,14 +800,22 @@ mod tests {
             list.contains(&format!("read_note {} for the rest", f.hindsight)),
             "{list}"
         );
+        assert_eq!(ext.tools(), RETRIEVAL_TOOLS.to_vec());
+        assert!(
+            !ctx.state
+                .get_mut::<NotesState>()
+                .read
+                .contains(&f.hindsight)
+        );
 
-        // Off: titles only, nothing counts as read.
-        ext.settings.inline_chars = 0;
+        // Off: titles only, nothing counts as read, the tools are offered.
+        let ext = with_inline(0);
         let mut ctx = crate::testutil::ctx(config());
         ctx.messages.push(Message::user("the task"));
         ext.on_start(&mut ctx).await.unwrap();
         assert!(!ctx.messages[1].text().contains("Parse prices"));
         assert!(ctx.state.get_mut::<NotesState>().read.is_empty());
+        assert_eq!(ext.tools(), RETRIEVAL_TOOLS.to_vec());
     }
 
     #[tokio::test]
@@ -753,16 +832,12 @@ mod tests {
                 .unwrap_or_else(|| panic!("{id} missing: {list}"))
         };
         assert!(at(&f.hindsight) < at(&f.shared), "project first: {list}");
-        assert!(list.contains(&f.stale), "{list}");
+        // A stale note (its file is gone) is left out: it would mislead.
+        assert!(!list.contains(&f.stale), "{list}");
         assert!(!list.contains("other project"), "{list}");
-        let stale_line = list.lines().find(|l| l.contains(&f.stale)).unwrap();
-        assert!(
-            stale_line.contains("src/money.py no longer exist"),
-            "{stale_line}"
-        );
         let fresh_line = list.lines().find(|l| l.contains(&f.hindsight)).unwrap();
         assert!(!fresh_line.contains("stale"), "{fresh_line}");
-        assert_eq!(ctx.state.get_mut::<NotesState>().shown.len(), 3);
+        assert_eq!(ctx.state.get_mut::<NotesState>().shown.len(), 2);
 
         // A tight budget keeps only what fits.
         let small = extension(&f, 160);
@@ -913,6 +988,13 @@ mod tests {
         )
     }
 
+    /// A session whose start list shows titles only, so the tools are offered.
+    fn titles_only(f: &Fixture, project: &str, task: &str) -> NotesExtension {
+        let mut ext = session(f, project, task);
+        ext.settings.inline_chars = 0;
+        ext
+    }
+
     fn default_min_score() -> f32 {
         quire_config::NotesConfig::default().min_score as f32
     }
@@ -954,7 +1036,8 @@ mod tests {
             "blog",
             "Post titles show escaped HTML: the Jinja templates escape it twice",
         );
-        assert_eq!(ext.tools(), RETRIEVAL_TOOLS.to_vec());
+        // Listed, and shown whole (it has no text beyond its entry).
+        assert!(ext.tools().is_empty());
         let (added, _) = started(&ext).await;
         assert!(added[0].text().contains(&jinja), "{added:?}");
     }
@@ -965,7 +1048,7 @@ mod tests {
         // The task matches the shop's cart notes a little ("order", "total").
         let task = "Show the order history with totals, the newest orders first";
         let everything = session_with(f.paths.clone(), "shop", task, 0.0, &f.dir);
-        assert!(!everything.tools().is_empty(), "it does match");
+        assert!(!everything.start_entries().is_empty(), "it does match");
         let (added, _) = started(&everything).await;
         assert_eq!(added.len(), 1);
 
@@ -977,15 +1060,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_related_note_gets_the_list_and_both_tools() {
+    async fn a_related_note_is_listed_and_the_tools_come_when_a_text_is_not_shown() {
         let f = fixture();
         let ext = session(&f, "shop", RELATED_TASK);
-        assert_eq!(ext.tools(), vec![SEARCH_NOTES, READ_NOTE]);
+        // Shown in full: nothing left to read.
+        assert!(ext.tools().is_empty());
         let (added, mut ctx) = started(&ext).await;
         assert_eq!(added.len(), 1);
         let list = added[0].text();
         assert!(list.contains(&f.hindsight), "{list}");
         assert!(list.contains("Parse prices as Decimal."), "inline: {list}");
+        assert!(!list.contains("read_note"), "no tool to name: {list}");
         assert!(
             ctx.state
                 .get_mut::<NotesState>()
@@ -994,6 +1079,12 @@ mod tests {
         );
         // The same session again decides the same: what a resume relies on.
         assert_eq!(session(&f, "shop", RELATED_TASK).tools(), ext.tools());
+
+        // Titles only: both tools, and the list says how to use them.
+        let titles = titles_only(&f, "shop", RELATED_TASK);
+        assert_eq!(titles.tools(), vec![SEARCH_NOTES, READ_NOTE]);
+        let (added, _) = started(&titles).await;
+        assert!(added[0].text().contains("read_note"), "{added:?}");
     }
 
     #[tokio::test]
@@ -1015,10 +1106,11 @@ mod tests {
             .meta
             .id;
         let ext = session(&f, "shop", UNRELATED_TASK);
-        assert_eq!(ext.tools(), RETRIEVAL_TOOLS.to_vec());
+        assert_eq!(ext.start_entries().len(), 1);
         let (added, _) = started(&ext).await;
         let list = added[0].text();
         assert!(list.contains(&map), "{list}");
+        assert!(list.contains("A small Python package."), "{list}");
         assert!(!list.contains(&f.hindsight), "{list}");
         // First among the project notes for a related task too.
         let (added, _) = started(&session(&f, "shop", RELATED_TASK)).await;
@@ -1026,7 +1118,11 @@ mod tests {
         let at = |id: &str| list.find(id).unwrap_or_else(|| panic!("{id}: {list}"));
         assert!(at(&map) < at(&f.hindsight), "{list}");
         // Not for another project.
-        assert!(session(&f, "blog", UNRELATED_TASK).tools().is_empty());
+        assert!(
+            session(&f, "blog", UNRELATED_TASK)
+                .start_entries()
+                .is_empty()
+        );
     }
 
     #[tokio::test]
@@ -1093,7 +1189,7 @@ mod tests {
         assert!(out.agent_view.chars().count() < 600, "{}", out.agent_view);
 
         // With the tools listed, the hint points to read_note instead.
-        let listed = session(&f, "shop", RELATED_TASK);
+        let listed = titles_only(&f, "shop", RELATED_TASK);
         let mut out = ToolOutput::error(error);
         listed.offer_hint(&mut crate::testutil::ctx(config()), "edit_file", &mut out);
         assert!(out.agent_view.contains("read_note"), "{}", out.agent_view);
