@@ -457,3 +457,78 @@ pub struct MetaReportArgs {
     #[arg(long, default_value_t = 900, value_name = "SECS")]
     pub timeout: u64,
 }
+
+/// Every `-c`/`--config` value on the command line, in order, at any level
+/// of subcommands. clap replaces a global option's values given before a
+/// subcommand by those given after it (clap-rs/clap#3938), which would
+/// silently drop an override; this reads them off the arguments instead.
+/// Handles `-c V`, `-cV`, `-c=V`, `--config V`, `--config=V` and short flag
+/// clusters ending in `c` (`-vc V`); stops at `--`.
+pub fn config_overrides(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    /// Short flags that take no value, so `c` after them starts `-c`.
+    const SHORT_FLAGS: &[char] = &['v', 'q'];
+    let mut out = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            if long == "config" {
+                out.extend(args.next());
+            } else if let Some(value) = long.strip_prefix("config=") {
+                out.push(value.to_string());
+            }
+            continue;
+        }
+        let Some(cluster) = arg.strip_prefix('-') else {
+            continue;
+        };
+        let flags = cluster.trim_start_matches(SHORT_FLAGS);
+        if let Some(rest) = flags.strip_prefix('c') {
+            let value = rest.strip_prefix('=').unwrap_or(rest);
+            if value.is_empty() {
+                out.extend(args.next());
+            } else {
+                out.push(value.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod config_override_tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn overrides_before_and_after_a_subcommand_are_all_kept_in_order() {
+        let line = "-c a=1 --config b=2 eval -vc c=3 run suite -cd=4 --config=e=5 -c=f=6 -- -c g=7";
+        assert_eq!(
+            config_overrides(args(line)),
+            ["a=1", "b=2", "c=3", "d=4", "e=5", "f=6"]
+        );
+        // What clap alone gives for the same line drops the first level's:
+        // the reason `main` reads them off the arguments.
+        let parsed = Cli::try_parse_from(
+            std::iter::once("quire".to_string()).chain(args("-c a=1 run ws --task t -c b=2")),
+        )
+        .unwrap();
+        assert_eq!(parsed.global.overrides, ["b=2"]);
+        assert_eq!(
+            config_overrides(args("-c a=1 run ws --task t -c b=2")),
+            ["a=1", "b=2"]
+        );
+    }
+
+    #[test]
+    fn other_options_and_values_are_not_taken_for_overrides() {
+        assert!(config_overrides(args("run ws --task config -v --cost")).is_empty());
+        assert!(config_overrides(args("-q -vv run ws")).is_empty());
+    }
+}

@@ -13,7 +13,14 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let mut cli = cli::Cli::parse();
+    // clap keeps only the last level's `-c` values of a global option
+    // (`quire -c a=1 run -c b=2` would drop a=1); take them all, in order.
+    cli.global.overrides = cli::config_overrides(
+        std::env::args_os()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned()),
+    );
     init_tracing(&cli.global);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

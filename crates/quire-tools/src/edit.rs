@@ -146,6 +146,7 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         let key = match note {
             Note::LineNumbers => "note_line_numbers",
             Note::Whitespace => "note_whitespace",
+            Note::PartialLastLine => "note_partial_line",
         };
         agent.push('\n');
         agent.push_str(&text(&config, TOOL, key, &[("path", path)]));
@@ -159,6 +160,9 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
 pub(crate) enum Note {
     LineNumbers,
     Whitespace,
+    /// `old` and `new` ended with a line break where `old`'s last line
+    /// stops inside a line of the file.
+    PartialLastLine,
 }
 
 /// Replace `content[start..end]` with `replacement`.
@@ -183,11 +187,15 @@ pub(crate) enum Located {
 }
 
 /// Finds where `old` applies: exactly; with the file's CRLF line endings;
-/// after removing copied line-number prefixes; then line by line ignoring
-/// trailing whitespace and a uniform indentation shift.
+/// after removing copied line-number prefixes; line by line ignoring
+/// trailing whitespace and a uniform indentation shift; then with a final
+/// line break dropped from both `old` and `new`.
 pub(crate) fn locate(content: &str, old: &str, new: &str) -> Located {
     let found = locate_plain(content, old, new);
     if found != Located::None {
+        return found;
+    }
+    if let Some(found) = partial_last_line(content, old, new) {
         return found;
     }
     if let Some(stripped_old) = strip_numbers(old) {
@@ -201,6 +209,24 @@ pub(crate) fn locate(content: &str, old: &str, new: &str) -> Located {
         };
     }
     Located::None
+}
+
+/// Models often end `old` in the middle of a line and still add a line
+/// break (`…the cache grows\n` where the line goes on `as the source…`).
+/// When `new` ends the same way, both without that break say what was
+/// meant; taken only when it is exact and unique.
+fn partial_last_line(content: &str, old: &str, new: &str) -> Option<Located> {
+    let (old, new) = (old.strip_suffix('\n')?, new.strip_suffix('\n')?);
+    if old.trim().is_empty() {
+        return None;
+    }
+    match exact(content, old, new) {
+        Located::One(mut edit) if !content[edit.end..].starts_with(['\n', '\r']) => {
+            edit.notes.push(Note::PartialLastLine);
+            Some(Located::One(edit))
+        }
+        _ => None,
+    }
 }
 
 fn locate_plain(content: &str, old: &str, new: &str) -> Located {
@@ -541,6 +567,27 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn an_old_ending_inside_a_line_with_a_break_applies_without_it() {
+        let content = "    >>> e\n\n    By default, the cache grows as it goes.\n";
+        let (out, notes) = apply(
+            content,
+            "    >>> e\n\n    By default, the cache grows\n",
+            "    >>> e\n\n    Index it too.\n\n    By default, the cache grows\n",
+        );
+        assert_eq!(
+            out,
+            "    >>> e\n\n    Index it too.\n\n    By default, the cache grows as it goes.\n"
+        );
+        assert_eq!(notes, vec![Note::PartialLastLine]);
+        // Not when `new` does not end with a break too, nor when ambiguous.
+        assert_eq!(
+            locate(content, "the cache grows\n", "the cache grows"),
+            Located::None
+        );
+        assert_eq!(locate("ab x\nab y\n", "ab\n", "AB\n"), Located::None);
     }
 
     #[test]
