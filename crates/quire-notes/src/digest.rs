@@ -30,6 +30,9 @@ pub struct DigestLimits {
     pub diff: usize,
     /// Steps listed in full; past it, uneventful steps in the middle are elided.
     pub steps: usize,
+    /// Hit lines of one search shown under it (where things are is what a
+    /// project map needs, and the call alone does not say).
+    pub search_hits: usize,
 }
 
 impl Default for DigestLimits {
@@ -42,6 +45,7 @@ impl Default for DigestLimits {
             arg: 70,
             diff: 5_000,
             steps: 80,
+            search_hits: 3,
         }
     }
 }
@@ -80,6 +84,8 @@ enum Outcome {
     Error(String),
     TestsFailed(String),
     TestsPassed(String),
+    /// A search's first hit lines, and how many more there were.
+    Found(Vec<String>, usize),
 }
 
 #[derive(Debug, Clone)]
@@ -180,6 +186,8 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
                 if step.outcome == Outcome::Pending {
                     step.outcome = if *is_error {
                         Outcome::Error(cap(views.agent_view.trim(), limits.error))
+                    } else if step.name == quire_tools::SEARCH_TOOL {
+                        search_hits(&views.agent_view, limits)
                     } else {
                         Outcome::Ok
                     };
@@ -374,6 +382,15 @@ fn render_steps(steps: &[Step], max: usize) -> String {
             Outcome::Pending | Outcome::Ok => {
                 let _ = writeln!(out, "{n}. {}", step.line);
             }
+            Outcome::Found(hits, more) => {
+                let _ = writeln!(out, "{n}. {} → found:", step.line);
+                for hit in hits {
+                    let _ = writeln!(out, "     {hit}");
+                }
+                if *more > 0 {
+                    let _ = writeln!(out, "     (+{more} more)");
+                }
+            }
             Outcome::TestsPassed(summary) => {
                 let _ = writeln!(out, "{n}. {} → tests passed: {summary}", step.line);
             }
@@ -437,6 +454,31 @@ fn notes_used(facts: &SessionFacts) -> String {
 }
 
 /// Indented block, so error text cannot be mistaken for structure.
+/// The first `path:line:text` hits of a search result, each capped, and
+/// how many more there were (other lines, such as a cap notice, are not
+/// hits and are left out).
+fn search_hits(agent_view: &str, limits: &DigestLimits) -> Outcome {
+    let hits: Vec<&str> = agent_view
+        .lines()
+        .filter(|l| {
+            let mut parts = l.splitn(3, ':');
+            parts.next().is_some_and(|p| !p.is_empty())
+                && parts
+                    .next()
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    if hits.is_empty() {
+        return Outcome::Ok;
+    }
+    let shown = hits
+        .iter()
+        .take(limits.search_hits)
+        .map(|h| cap(h.trim_end(), limits.thought / 2))
+        .collect();
+    Outcome::Found(shown, hits.len().saturating_sub(limits.search_hits))
+}
+
 fn quote(text: &str) -> String {
     let mut out = String::new();
     for line in text.lines() {
@@ -681,6 +723,36 @@ mod tests {
         );
         assert!(text.contains("read: 01NOTE"), "{text}");
         assert!(text.contains("```diff\n--- a/pytest.ini"), "{text}");
+    }
+
+    #[test]
+    fn a_search_shows_its_first_hits() {
+        let mut events = session_events();
+        events.extend(call(
+            "s1",
+            "search",
+            serde_json::json!({"pattern": "class seekable"}),
+        ));
+        events.push(result(
+            "s1",
+            "search",
+            "more_itertools/more.py:2927:class seekable:\nmore_itertools/more.pyi:582:class seekable(Generic[_T]):\n\
+             tests/test_more.py:3534:class SeekableTest(TestCase):\ntests/test_more.py:3600:    seekable\n\
+             (showing 4 of 4 matches in 3 files)",
+            false,
+        ));
+        let d = digest(&events, &options());
+        assert!(
+            d.contains("search(pattern=class seekable) → found:\n     more_itertools/more.py:2927:class seekable:"),
+            "{d}"
+        );
+        assert!(
+            d.contains("tests/test_more.py:3534:class SeekableTest"),
+            "{d}"
+        );
+        assert!(!d.contains("3600"), "three hits only: {d}");
+        assert!(d.contains("(+1 more)"), "{d}");
+        assert!(!d.contains("showing 4 of 4"), "not a hit: {d}");
     }
 
     #[test]

@@ -35,6 +35,9 @@ use quire_workspace::{Sandbox, SandboxEnforcement, SandboxStatus, SessionCopy};
 
 pub use commands::{CommandApprover, NobodyToAsk, Verdict, dangerous, glob_match, judge};
 pub use list::render_tree;
+/// The code search tool's name, for readers of trajectories (the digest
+/// shows what a search found).
+pub use search::TOOL as SEARCH_TOOL;
 
 /// The tools each extension of this crate declares, by extension name, so a
 /// config can be checked without building a session.

@@ -16,7 +16,7 @@ use crate::paths::{Refusal, Resolved};
 use crate::util::{bool_arg, str_arg, text};
 use crate::walk::{rel_string, walk};
 
-pub(crate) const TOOL: &str = "search";
+pub const TOOL: &str = "search";
 /// Longest hit text shown; longer lines are cut around the match.
 const HIT_CHARS: usize = 200;
 /// The task's own files at the workspace root (Ark layout): `prompt.txt`,
