@@ -25,6 +25,10 @@ const HIT_CHARS: usize = 200;
 fn is_task_file(root: &Path, rel: &str) -> bool {
     rel == "prompt.txt" || (rel == "metadata.json" && root.join("prompt.txt").is_file())
 }
+/// Most lines `after` may ask for per hit: a long function, not a file.
+const MAX_AFTER: usize = 80;
+/// Hits shown with their following lines at most (each is a small read).
+const MAX_CONTEXT_HITS: usize = 8;
 /// Files above this size (data dumps, bundles) are not searched.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -37,6 +41,8 @@ pub(crate) struct Request {
     pub regex: bool,
     pub ignore_case: bool,
     pub glob: Option<String>,
+    /// Lines shown after each hit, in the read_file format (0: hit lines only).
+    pub after: usize,
 }
 
 impl Request {
@@ -56,6 +62,9 @@ impl Request {
                 .map(str::trim)
                 .filter(|g| !g.is_empty())
                 .map(str::to_string),
+            after: crate::util::int_arg(args, "after").map_or(0, |n| {
+                usize::try_from(n).unwrap_or(MAX_AFTER).min(MAX_AFTER)
+            }),
         }
     }
 }
@@ -133,8 +142,13 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
         vec![target.abs.clone()]
     };
 
-    let max_hits = config.limits.search_max_hits as usize;
+    let mut max_hits = config.limits.search_max_hits as usize;
+    if req.after > 0 {
+        max_hits = max_hits.min(MAX_CONTEXT_HITS);
+    }
     let mut hits: Vec<String> = Vec::new();
+    // With `after`: per file with shown hits, its hit line numbers.
+    let mut hit_lines: Vec<(PathBuf, String, Vec<u64>)> = Vec::new();
     let mut total = 0usize;
     let mut files_hit = 0usize;
     // Files with hits past the cap, and how many: the model can aim a
@@ -157,6 +171,7 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
         }
         let before = total;
         let shown_before = hits.len();
+        let mut numbers = Vec::new();
         let result = searcher.search_path(
             &matcher,
             file,
@@ -164,10 +179,14 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
                 total += 1;
                 if hits.len() < max_hits {
                     hits.push(format!("{rel}:{line_number}:{}", hit_text(&matcher, line)));
+                    numbers.push(line_number);
                 }
                 Ok(true)
             }),
         );
+        if req.after > 0 && !numbers.is_empty() {
+            hit_lines.push((file.clone(), rel.clone(), numbers));
+        }
         if let Err(err) = result {
             tracing::debug!(file = %file.display(), %err, "search skipped a file");
         }
@@ -209,7 +228,11 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
         };
         return ToolOutput::ok(out.clone(), out);
     }
-    let mut out = hits.join("\n");
+    let mut out = if req.after > 0 {
+        with_following_lines(&hit_lines, req.after)
+    } else {
+        hits.join("\n")
+    };
     if total > hits.len() {
         out.push('\n');
         out.push_str(&text(
@@ -226,6 +249,39 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
         ));
     }
     ToolOutput::ok(out.clone(), out)
+}
+
+/// Each hit with the `after` lines that follow it, as `path:first-last`
+/// and the lines in the read_file format; ranges that touch are merged, so
+/// a line is shown once.
+fn with_following_lines(hit_lines: &[(PathBuf, String, Vec<u64>)], after: usize) -> String {
+    let mut blocks = Vec::new();
+    for (file, rel, numbers) in hit_lines {
+        let Ok(bytes) = std::fs::read(file) else {
+            continue;
+        };
+        let content = String::from_utf8_lossy(&bytes);
+        let lines = crate::util::split_lines(&content);
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        for &n in numbers {
+            let first = usize::try_from(n).unwrap_or(usize::MAX).max(1);
+            let last = first.saturating_add(after).min(lines.len());
+            match ranges.last_mut() {
+                Some(range) if first <= range.1 + 1 => range.1 = range.1.max(last),
+                _ => ranges.push((first, last)),
+            }
+        }
+        for (first, last) in ranges {
+            if first > lines.len() {
+                continue;
+            }
+            blocks.push(format!(
+                "{rel}:{first}-{last}\n{}",
+                crate::util::number_lines(&lines[first - 1..last], first)
+            ));
+        }
+    }
+    blocks.join("\n")
 }
 
 /// The hit line as it is in the file (indentation kept, so a hit can be

@@ -368,6 +368,64 @@ async fn search_keeps_indentation_ignores_case_on_request_and_skips_the_task_fil
 }
 
 #[tokio::test]
+async fn search_with_after_shows_the_following_lines_once_and_they_count_as_read() {
+    let body: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+    let code = format!("def f():\n    return 1\n\n\ndef g():\n    return 2\n{body}");
+    let ws = workspace(&[("a.py", &code), ("b.py", "def h():\n    pass\n")]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "def ", "after": 2}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert_eq!(
+        out.agent_view,
+        "a.py:1-3\n1| def f():\n2|     return 1\n3| \n\
+         a.py:5-7\n5| def g():\n6|     return 2\n7| line 1\n\
+         b.py:1-2\n1| def h():\n2|     pass"
+    );
+    // Overlapping ranges merge: each line once.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "return", "path": "a.py", "after": 4}),
+    )
+    .await;
+    assert_eq!(out.agent_view.matches("6|     return 2").count(), 1);
+    assert!(
+        out.agent_view.starts_with("a.py:2-10\n"),
+        "{}",
+        out.agent_view
+    );
+    // What was shown can be edited without a read.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "edit_file",
+        json!({"path": "b.py", "old": "    pass\n", "new": "    return 3\n"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    // At most 80 lines per hit, however many are asked for.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "def f", "after": 1000}),
+    )
+    .await;
+    assert!(
+        out.agent_view.starts_with("a.py:1-36\n"),
+        "{}",
+        out.agent_view
+    );
+}
+
+#[tokio::test]
 async fn search_literal_vs_regex() {
     let ws = workspace(&[("a.py", "x = a.c\ny = abc\n")]);
     let mut ctx = ctx();
