@@ -68,6 +68,18 @@ pub enum Command {
     /// diff, compare, report, promote).
     #[command(subcommand)]
     Meta(MetaCommand),
+    /// A local, read-only web viewer over the data home: sessions, notes, eval runs, generations.
+    View(ViewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 7420)]
+    pub port: u16,
+    /// Open the URL in the default browser.
+    #[arg(long)]
+    pub open: bool,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@
 //! Every text that reaches the database goes through the store's
 //! [`Redactor`] first.
 
+mod browse;
 mod convert;
 mod distill;
 mod error;
@@ -23,6 +24,7 @@ use std::time::Duration;
 use quire_types::Redactor;
 use rusqlite::{Connection, ErrorCode};
 
+pub use browse::{SessionFacets, SessionPage, SessionQuery};
 pub use distill::{DistillJob, DistillStatus};
 pub use error::StoreError;
 pub use evals::{

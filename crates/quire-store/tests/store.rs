@@ -770,3 +770,63 @@ fn rows_and_events_serialize_for_json_export() {
         SessionStatus::Other("paused".into())
     );
 }
+
+#[test]
+fn a_page_of_sessions_filters_by_project_agent_status_and_date_and_counts_all_matches() {
+    let store = Store::open_in_memory().unwrap();
+    for i in 0..25 {
+        let mut new = new_session(&format!("task {i}"));
+        new.started_at = Some(at(i * 60));
+        if i % 5 == 0 {
+            new.project = "other".into();
+        }
+        if i % 2 == 0 {
+            new.agent = "mini".into();
+        }
+        let id = store.create_session(&new).unwrap();
+        if i % 3 == 0 {
+            store
+                .finish_session(&id, SessionStatus::Completed, None, &Totals::default())
+                .unwrap();
+        }
+    }
+    let page = store
+        .session_page(&quire_store::SessionQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(page.total, 25);
+    assert_eq!(page.rows.len(), 10);
+    assert_eq!(page.rows[0].task, "task 24", "newest first");
+    let last = store
+        .session_page(&quire_store::SessionQuery {
+            limit: 10,
+            offset: 20,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(last.rows.len(), 5);
+    assert_eq!(last.rows[4].task, "task 0");
+
+    let filtered = store
+        .session_page(&quire_store::SessionQuery {
+            project: Some("demo".into()),
+            agent: Some("mini".into()),
+            status: Some(SessionStatus::Completed),
+            since: Some(at(6 * 60)),
+            until: Some(at(20 * 60)),
+            limit: 100,
+            ..Default::default()
+        })
+        .unwrap();
+    // Even, not a multiple of 5 or outside [6, 20), multiple of 3: 6, 12, 18.
+    let tasks: Vec<&str> = filtered.rows.iter().map(|r| r.task.as_str()).collect();
+    assert_eq!(tasks, ["task 18", "task 12", "task 6"]);
+    assert_eq!(filtered.total, 3);
+
+    let facets = store.session_facets().unwrap();
+    assert_eq!(facets.projects, ["demo", "other"]);
+    assert_eq!(facets.agents, ["coder", "mini"]);
+    assert_eq!(facets.statuses, ["completed", "running"]);
+}

@@ -7,6 +7,7 @@ mod models;
 mod notes;
 mod run;
 mod sessions;
+mod view;
 
 use std::process::ExitCode;
 
@@ -25,6 +26,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Eval(cmd) => eval::eval(&global, cmd).await,
         Command::Notes(args) => notes::notes(&global, args).await,
         Command::Meta(cmd) => meta::meta(&global, cmd).await,
+        Command::View(args) => view::view(&global, args).await,
     }
 }
 
