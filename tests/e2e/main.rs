@@ -17,3 +17,4 @@ mod notes;
 mod resume;
 mod run;
 mod secrets;
+mod view;

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::harness::{Env, read, stdout};
 
 #[path = "../fixtures/metasuite_script.rs"]
-mod script;
+pub mod script;
 
 /// The suite copy and `agents/mini` (the default agent's files) in the
 /// data home, which is the binary's working folder.

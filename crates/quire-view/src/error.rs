@@ -65,3 +65,31 @@ impl IntoResponse for ViewError {
 pub async fn not_found_page(uri: axum::http::Uri) -> ViewError {
     ViewError::NotFound(format!("there is no page at {}", uri.path()))
 }
+
+/// A query string parsed into `T`; one that does not parse gets the bad
+/// request page saying what was wrong, like every other error.
+pub struct Params<T>(pub T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for Params<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ViewError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        // The message names the field, never echoes the query: it holds the token.
+        axum::extract::Query::<T>::try_from_uri(&parts.uri)
+            .map(|q| Params(q.0))
+            .map_err(|e| {
+                let reason = e.body_text();
+                let reason = reason
+                    .strip_prefix("Failed to deserialize query string: ")
+                    .unwrap_or(&reason);
+                ViewError::BadRequest(format!("the query is not understood: {reason}"))
+            })
+    }
+}

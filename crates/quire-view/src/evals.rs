@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 use quire_evals::{
@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::ViewError;
+use crate::error::Params;
 use crate::html::{Section, esc, num, page, status_tag, url};
 use crate::safety::Nonce;
 use crate::state::{App, blocking};
@@ -390,7 +391,7 @@ fn required(value: &Option<String>, name: &str) -> Result<String, ViewError> {
 
 pub async fn compare(
     State(app): State<Arc<App>>,
-    Query(params): Query<CompareParams>,
+    Params(params): Params<CompareParams>,
 ) -> Result<Html<String>, ViewError> {
     let a = required(&params.a, "a")?;
     let b = required(&params.b, "b")?;
@@ -541,7 +542,7 @@ fn learning_curve(app: &App, params: &CurveParams) -> Result<LearningCurve, View
 
 pub async fn curve(
     State(app): State<Arc<App>>,
-    Query(params): Query<CurveParams>,
+    Params(params): Params<CurveParams>,
 ) -> Result<Html<String>, ViewError> {
     blocking(&app, move |app| {
         let curve = learning_curve(app, &params)?;
@@ -564,7 +565,7 @@ pub async fn curve(
 /// in it could run).
 pub async fn curve_svg(
     State(app): State<Arc<App>>,
-    Query(params): Query<CurveParams>,
+    Params(params): Params<CurveParams>,
 ) -> Result<Response, ViewError> {
     blocking(&app, move |app| {
         let curve = learning_curve(app, &params)?;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{Html, Response};
 use quire_evals::{pct, tokens_text};
 use quire_meta::generation::{Lineage, RunRecord};
@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::ViewError;
+use crate::error::Params;
 use crate::evals::svg_response;
 use crate::html::{Section, diff_block, esc, page, status_tag, url};
 use crate::state::{App, blocking};
@@ -286,7 +287,7 @@ fn generation_number(value: &Option<String>, name: &str) -> Result<u32, ViewErro
 pub async fn diff(
     State(app): State<Arc<App>>,
     Path(agent): Path<String>,
-    Query(params): Query<DiffParams>,
+    Params(params): Params<DiffParams>,
 ) -> Result<Html<String>, ViewError> {
     let a = generation_number(&params.a, "a")?;
     let b = generation_number(&params.b, "b")?;

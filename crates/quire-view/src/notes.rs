@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use axum::response::Html;
 use quire_notes::{Hit, Note, SearchQuery, Status, stale_reason};
 use quire_store::SessionQuery;
@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::ViewError;
+use crate::error::Params;
 use crate::html::{Section, esc, markdown, page, status_tag, url};
 use crate::safety::Nonce;
 use crate::state::{App, blocking};
@@ -56,11 +57,12 @@ fn hits_html(hits: &[Hit], text: &str) -> String {
     for h in hits {
         let _ = write!(
             out,
-            "<div class=\"hit\"><a href=\"/notes/{}\">{}</a> <span class=\"tag\">{}</span> <span class=\"muted\">{}</span><div class=\"snip\">{}</div></div>",
+            "<div class=\"hit\"><a href=\"/notes/{}\">{}</a> <span class=\"tag\">{}</span> <span class=\"muted\">{}</span><div>{}</div><div class=\"snip\">{}</div></div>",
             url(&h.id),
             esc(&h.title),
             esc(h.kind.as_str()),
             esc(&h.path),
+            esc(&h.description),
             esc(&h.snippet)
         );
     }
@@ -120,7 +122,7 @@ var h=location.hash;if(h.indexOf("#q=")===0){box.value=decodeURIComponent(h.slic
 pub async fn tree(
     State(app): State<Arc<App>>,
     Extension(nonce): Extension<Nonce>,
-    Query(params): Query<SearchParams>,
+    Params(params): Params<SearchParams>,
 ) -> Result<Html<String>, ViewError> {
     blocking(&app, move |app| {
         let report = app.notes.tree.scan()?;
@@ -172,7 +174,7 @@ pub async fn tree(
 /// The hits as an HTML fragment, for search as you type.
 pub async fn hits(
     State(app): State<Arc<App>>,
-    Query(params): Query<SearchParams>,
+    Params(params): Params<SearchParams>,
 ) -> Result<Html<String>, ViewError> {
     blocking(&app, move |app| {
         let hits = search(app, &params)?;
@@ -183,7 +185,7 @@ pub async fn hits(
 
 pub async fn search_json(
     State(app): State<Arc<App>>,
-    Query(params): Query<SearchParams>,
+    Params(params): Params<SearchParams>,
 ) -> Result<Json<Value>, ViewError> {
     blocking(&app, move |app| {
         let hits = search(app, &params)?;

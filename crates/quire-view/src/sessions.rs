@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use axum::response::Html;
 use chrono::{DateTime, NaiveDate, Utc};
 use quire_store::{SessionQuery, SessionRow, SessionStatus, Store, StoreError, StoredEvent};
@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::ViewError;
+use crate::error::Params;
 use crate::html::{Section, esc, file_sections, num, page, status_tag, url};
 use crate::safety::Nonce;
 use crate::state::{App, blocking};
@@ -183,7 +184,7 @@ fn select(name: &str, label: &str, options: &[String], current: Option<&str>) ->
 
 pub async fn list(
     State(app): State<Arc<App>>,
-    Query(params): Query<ListParams>,
+    Params(params): Params<ListParams>,
 ) -> Result<Html<String>, ViewError> {
     let query = params.query()?;
     blocking(&app, move |app| {
@@ -228,7 +229,7 @@ pub async fn list(
 
 pub async fn list_json(
     State(app): State<Arc<App>>,
-    Query(params): Query<ListParams>,
+    Params(params): Params<ListParams>,
 ) -> Result<Json<Value>, ViewError> {
     let query = params.query()?;
     blocking(&app, move |app| {

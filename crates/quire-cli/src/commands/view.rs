@@ -24,7 +24,7 @@ pub async fn view(global: &GlobalArgs, args: ViewArgs) -> Result<ExitCode> {
         .with_context(|| format!("starting the viewer on port {}", args.port))?;
     let url = viewer.url();
     println!("quire view: {url}");
-    println!("(read-only, 127.0.0.1 only; the token in the URL is required; Ctrl-C stops it)");
+    eprintln!("(read-only, 127.0.0.1 only; the token in the URL is required; Ctrl-C stops it)");
     if args.open {
         open_browser(&url);
     }
