@@ -18,3 +18,4 @@ mod resume;
 mod run;
 mod secrets;
 mod view;
+mod view_browser;
