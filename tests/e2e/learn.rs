@@ -84,7 +84,7 @@ fn take_notes(req: &RecordedRequest) -> Reply {
     }
 }
 
-fn script() -> Script {
+pub fn script() -> Script {
     Script::from_fn(|req, _| {
         if is_note_taker(req) {
             take_notes(req)

@@ -33,6 +33,9 @@ pub struct Home {
     pub note_id: String,
     /// Two eval runs of the meta loop (generation 0 and 1 on val).
     pub runs: Vec<String>,
+    /// A learn run and its baseline on the three-task suite.
+    pub learn: String,
+    pub baseline: String,
 }
 
 fn tool_steps(req: &RecordedRequest) -> usize {
@@ -198,12 +201,34 @@ fn build_home() -> Home {
         .map(|s| s.run.id)
         .collect();
     assert!(runs.len() >= 2, "two val runs: {runs:?}");
+
+    // 4. A learn run and a baseline on the three-task suite: a learning curve.
+    let evalsuite_parent = tempfile::tempdir().unwrap();
+    let evalsuite = evalsuite_parent.path().join("evalsuite");
+    copy_dir(&fixture("evalsuite"), &evalsuite);
+    let server = ScriptedServer::start_blocking(crate::learn::script());
+    let url = server.openai_base_url();
+    let run_id = |out: String| -> String {
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["run"]["id"].as_str().unwrap().to_string()
+    };
+    let suite_arg = evalsuite.to_str().unwrap();
+    let learn = run_id(run_ok(
+        quire_in(&root, &url).args(["--json", "eval", "run", suite_arg, "--learn"]),
+        "the learn run",
+    ));
+    let baseline = run_id(run_ok(
+        quire_in(&root, &url).args(["--json", "eval", "run", suite_arg, "--notes", "off"]),
+        "the baseline run",
+    ));
     Home {
         root,
         writer,
         reader,
         note_id,
         runs,
+        learn,
+        baseline,
     }
 }
 
@@ -302,7 +327,11 @@ fn every_page_and_json_endpoint_shows_the_data_home() {
     let v = Viewer::start(&home.root);
 
     let start = v.page("/");
-    assert!(start.contains(&home.writer) && start.contains(&home.reader), "recent sessions on the start page");
+    let all = v.json("/api/sessions?per=500");
+    let newest = all["sessions"][0]["id"].as_str().unwrap();
+    assert!(start.contains(newest), "recent sessions on the start page");
+    assert!(start.contains(&format!("{} sessions", all["total"])), "the count");
+    assert!(start.contains(&home.learn), "recent eval runs");
 
     let list = v.page("/sessions");
     assert!(list.contains(&home.writer) && list.contains(&home.reader));
@@ -364,6 +393,20 @@ fn every_page_and_json_endpoint_shows_the_data_home() {
     let cmp = v.page(&format!("/evals/compare?a={}&b={}", home.runs[1], home.runs[0]));
     assert!(cmp.contains("paired attempts") && cmp.contains("id=\"pairs\""), "{cmp}");
     assert!(cmp.contains("gained"), "generation 1 recovers where 0 gave up");
+
+    let learn = v.page(&format!("/evals/{}", home.learn));
+    let curve_link = format!("/evals/curve?learn={}&amp;baseline={}", home.learn, home.baseline);
+    assert!(learn.contains(&curve_link), "a learn run links its curve against the baseline");
+    let curve = v.page(&format!("/evals/curve?learn={}&baseline={}", home.learn, home.baseline));
+    assert!(curve.contains("learn vs baseline: prompt tokens"), "{curve}");
+    assert!(curve.contains("/evals/curve.svg?learn="), "the chart");
+    let svg = client()
+        .get(v.url(&format!("/evals/curve.svg?learn={}&baseline={}", home.learn, home.baseline)))
+        .send()
+        .unwrap();
+    assert_eq!(svg.headers()["content-type"], "image/svg+xml; charset=utf-8");
+    let svg = svg.text().unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("<polyline"), "{svg}");
 
     let gens = v.page("/generations");
     assert!(gens.contains("/generations/mini"));

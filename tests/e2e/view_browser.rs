@@ -123,6 +123,7 @@ fn the_main_pages_render_search_works_both_views_show_and_probes_stay_inert() {
     let note = format!("/notes/{}", home.note_id);
     let run = format!("/evals/{}", home.runs[0]);
     let compare = format!("/evals/compare?a={}&b={}", home.runs[1], home.runs[0]);
+    let curve = format!("/evals/curve?learn={}&baseline={}", home.learn, home.baseline);
     let pages: Vec<(&str, &str, Vec<&str>)> = vec![
         ("start", "/", vec!["Quire data home", "Recent sessions"]),
         ("sessions", "/sessions", vec!["class=\"sessions\"", home.reader.as_str()]),
@@ -132,6 +133,7 @@ fn the_main_pages_render_search_works_both_views_show_and_probes_stay_inert() {
         ("evals", "/evals", vec![home.runs[0].as_str()]),
         ("eval-run", &run, vec!["id=\"tasks\"", "shift-ten"]),
         ("compare", &compare, vec!["id=\"pairs\""]),
+        ("curve", &curve, vec!["id=\"curve\"", "learn vs baseline"]),
         ("generations", "/generations/mini", vec!["id=\"lineage\"", "tool:edit_file:error:no_match"]),
         ("generation-diff", "/generations/mini/diff?a=0&b=1", vec!["copied verbatim"]),
     ];
