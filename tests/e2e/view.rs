@@ -120,12 +120,13 @@ fn run_ok(cmd: &mut Command, what: &str) -> String {
 fn session_ids(root: &Path) -> Vec<String> {
     let store = Store::open(&root.join("quire.db")).unwrap();
     let mut rows = store.list_sessions(&Default::default()).unwrap();
-    rows.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    rows.sort_by_key(|r| r.started_at);
     rows.into_iter().map(|r| r.id.0).collect()
 }
 
 fn build_home() -> Home {
-    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("view-home-{}", std::process::id()));
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("view-home-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     let ws_parent = tempfile::tempdir().unwrap();
@@ -160,7 +161,13 @@ fn build_home() -> Home {
     // 2. A later session that searches the notes and finds it.
     let server = ScriptedServer::start_blocking(reader_script());
     run_ok(
-        quire_in(&root, &server.openai_base_url()).args(["run", ws_arg, "--yes", "--task", "Check the discount rules"]),
+        quire_in(&root, &server.openai_base_url()).args([
+            "run",
+            ws_arg,
+            "--yes",
+            "--task",
+            "Check the discount rules",
+        ]),
         "the reading session",
     );
     let reader = session_ids(&root)[1].clone();
@@ -267,7 +274,10 @@ impl Viewer {
             .unwrap_or_else(|| panic!("no URL printed: `{line}`"))
             .to_string();
         let (base, token) = url.split_once("/?token=").unwrap();
-        assert!(base.starts_with("http://127.0.0.1:"), "loopback only: {base}");
+        assert!(
+            base.starts_with("http://127.0.0.1:"),
+            "loopback only: {base}"
+        );
         Viewer {
             child,
             base: base.to_string(),
@@ -279,7 +289,11 @@ impl Viewer {
     pub fn url(&self, path: &str) -> String {
         let (path, fragment) = path.split_once('#').map_or((path, ""), |(p, f)| (p, f));
         let sep = if path.contains('?') { '&' } else { '?' };
-        let fragment = if fragment.is_empty() { String::new() } else { format!("#{fragment}") };
+        let fragment = if fragment.is_empty() {
+            String::new()
+        } else {
+            format!("#{fragment}")
+        };
         format!("{}{path}{sep}token={}{fragment}", self.base, self.token)
     }
 
@@ -317,7 +331,10 @@ fn client() -> reqwest::blocking::Client {
 
 fn assert_inert(page: &str, what: &str) {
     for probe in [XSS_SCRIPT, XSS_IMG, "<img src=x", "javascript:alert"] {
-        assert!(!page.contains(probe), "{what} lets `{probe}` through as markup");
+        assert!(
+            !page.contains(probe),
+            "{what} lets `{probe}` through as markup"
+        );
     }
 }
 
@@ -330,37 +347,70 @@ fn every_page_and_json_endpoint_shows_the_data_home() {
     let all = v.json("/api/sessions?per=500");
     let newest = all["sessions"][0]["id"].as_str().unwrap();
     assert!(start.contains(newest), "recent sessions on the start page");
-    assert!(start.contains(&format!("{} sessions", all["total"])), "the count");
+    assert!(
+        start.contains(&format!("{} sessions", all["total"])),
+        "the count"
+    );
     assert!(start.contains(&home.learn), "recent eval runs");
 
     let list = v.page("/sessions");
     assert!(list.contains(&home.writer) && list.contains(&home.reader));
     let json = v.json("/api/sessions?project=pricing");
     assert_eq!(json["total"], 2, "{json}");
-    assert_eq!(json["sessions"][0]["id"], home.reader.as_str(), "newest first");
+    assert_eq!(
+        json["sessions"][0]["id"],
+        home.reader.as_str(),
+        "newest first"
+    );
 
     let trace = v.page(&format!("/sessions/{}", home.writer));
-    for part in ["agent view (what the model read)", "user view", "id=\"requests\"", "Final diff", "src/pricing.py", "Approval", "Session ended"] {
+    for part in [
+        "agent view (what the model read)",
+        "user view",
+        "id=\"requests\"",
+        "Final diff",
+        "src/pricing.py",
+        "Approval",
+        "Session ended",
+    ] {
         assert!(trace.contains(part), "the trace lacks `{part}`");
     }
     assert!(trace.contains("class=\"agent-view\"") && trace.contains("class=\"user-view\""));
-    assert!(trace.contains(&format!("/notes/{}", home.note_id)), "links the note distilled from it");
+    assert!(
+        trace.contains(&format!("/notes/{}", home.note_id)),
+        "links the note distilled from it"
+    );
     assert!(trace.contains("raise ValueError"), "the diff's added line");
     // Requests table: one row per model call, with cached and fresh columns.
-    let requests = trace.split("id=\"requests\"").nth(1).unwrap().split("</table>").next().unwrap();
+    let requests = trace
+        .split("id=\"requests\"")
+        .nth(1)
+        .unwrap()
+        .split("</table>")
+        .next()
+        .unwrap();
     assert_eq!(requests.matches("<tr><td>").count(), 4, "{requests}");
     let json = v.json(&format!("/api/sessions/{}", home.writer));
     assert_eq!(json["session"]["id"], home.writer.as_str());
     assert!(json["events"].as_array().unwrap().len() > 10);
     let status = v.json(&format!("/api/sessions/{}/status", home.writer));
     assert_eq!(status["running"], false);
-    assert_eq!(status["events"].as_u64().unwrap() as usize, json["events"].as_array().unwrap().len());
+    assert_eq!(
+        status["events"].as_u64().unwrap() as usize,
+        json["events"].as_array().unwrap().len()
+    );
 
     let reader = v.page(&format!("/sessions/{}", home.reader));
-    assert!(reader.contains(&format!("/notes/{}", home.note_id)), "links the note it read");
+    assert!(
+        reader.contains(&format!("/notes/{}", home.note_id)),
+        "links the note it read"
+    );
 
     let notes = v.page("/notes");
-    assert!(notes.contains(NOTE_TITLE) && notes.contains("projects/"), "the tree");
+    assert!(
+        notes.contains(NOTE_TITLE) && notes.contains("projects/"),
+        "the tree"
+    );
     let hits = v.page("/notes/hits?q=discount");
     assert!(hits.contains(NOTE_TITLE), "{hits}");
     let none = v.page("/notes/hits?q=zebra");
@@ -369,59 +419,131 @@ fn every_page_and_json_endpoint_shows_the_data_home() {
     assert_eq!(json["hits"][0]["id"], home.note_id.as_str());
     assert_eq!(v.json("/api/notes")["notes"].as_array().unwrap().len(), 1);
     let note = v.page(&format!("/notes/{}", home.note_id));
-    for part in ["id=\"frontmatter\"", "hindsight", "Failed: DID NOT RAISE ValueError", "helpful / harmful", "<strong>ValueError</strong>", "apply_discount"] {
+    for part in [
+        "id=\"frontmatter\"",
+        "hindsight",
+        "Failed: DID NOT RAISE ValueError",
+        "helpful / harmful",
+        "<strong>ValueError</strong>",
+        "apply_discount",
+    ] {
         assert!(note.contains(part), "the note page lacks `{part}`");
     }
     let provenance = note.split("id=\"provenance\"").nth(1).unwrap();
-    assert!(provenance.contains(&home.writer), "written by the first session");
-    let used = note.split("id=\"used-by\"").nth(1).unwrap().split("</td>").next().unwrap();
-    assert!(used.contains(&home.reader), "used by the second session: {used}");
-    assert_eq!(v.json(&format!("/api/notes/{}", home.note_id))["used_by"][0], home.reader.as_str());
+    assert!(
+        provenance.contains(&home.writer),
+        "written by the first session"
+    );
+    let used = note
+        .split("id=\"used-by\"")
+        .nth(1)
+        .unwrap()
+        .split("</td>")
+        .next()
+        .unwrap();
+    assert!(
+        used.contains(&home.reader),
+        "used by the second session: {used}"
+    );
+    assert_eq!(
+        v.json(&format!("/api/notes/{}", home.note_id))["used_by"][0],
+        home.reader.as_str()
+    );
 
     let evals = v.page("/evals");
     for run in &home.runs {
         assert!(evals.contains(run.as_str()));
     }
     let run = v.page(&format!("/evals/{}", home.runs[0]));
-    assert!(run.contains("id=\"tasks\"") && run.contains("shift-ten") && run.contains("product-pair"));
+    assert!(
+        run.contains("id=\"tasks\"") && run.contains("shift-ten") && run.contains("product-pair")
+    );
     assert!(run.contains("95% CI"), "intervals");
     let json = v.json(&format!("/api/evals/{}", home.runs[0]));
     assert_eq!(json["run"]["id"], home.runs[0].as_str());
     let status = v.json(&format!("/api/evals/{}/status", home.runs[0]));
     assert_eq!(status["done"], status["attempts"]);
     assert!(v.json("/api/evals")["runs"].as_array().unwrap().len() >= 2);
-    let cmp = v.page(&format!("/evals/compare?a={}&b={}", home.runs[1], home.runs[0]));
-    assert!(cmp.contains("paired attempts") && cmp.contains("id=\"pairs\""), "{cmp}");
-    assert!(cmp.contains("gained"), "generation 1 recovers where 0 gave up");
+    let cmp = v.page(&format!(
+        "/evals/compare?a={}&b={}",
+        home.runs[1], home.runs[0]
+    ));
+    assert!(
+        cmp.contains("paired attempts") && cmp.contains("id=\"pairs\""),
+        "{cmp}"
+    );
+    assert!(
+        cmp.contains("gained"),
+        "generation 1 recovers where 0 gave up"
+    );
 
     let learn = v.page(&format!("/evals/{}", home.learn));
-    let curve_link = format!("/evals/curve?learn={}&amp;baseline={}", home.learn, home.baseline);
-    assert!(learn.contains(&curve_link), "a learn run links its curve against the baseline");
-    let curve = v.page(&format!("/evals/curve?learn={}&baseline={}", home.learn, home.baseline));
-    assert!(curve.contains("learn vs baseline: prompt tokens"), "{curve}");
+    let curve_link = format!(
+        "/evals/curve?learn={}&amp;baseline={}",
+        home.learn, home.baseline
+    );
+    assert!(
+        learn.contains(&curve_link),
+        "a learn run links its curve against the baseline"
+    );
+    let curve = v.page(&format!(
+        "/evals/curve?learn={}&baseline={}",
+        home.learn, home.baseline
+    ));
+    assert!(
+        curve.contains("learn vs baseline: prompt tokens"),
+        "{curve}"
+    );
     assert!(curve.contains("/evals/curve.svg?learn="), "the chart");
     let svg = client()
-        .get(v.url(&format!("/evals/curve.svg?learn={}&baseline={}", home.learn, home.baseline)))
+        .get(v.url(&format!(
+            "/evals/curve.svg?learn={}&baseline={}",
+            home.learn, home.baseline
+        )))
         .send()
         .unwrap();
-    assert_eq!(svg.headers()["content-type"], "image/svg+xml; charset=utf-8");
+    assert_eq!(
+        svg.headers()["content-type"],
+        "image/svg+xml; charset=utf-8"
+    );
     let svg = svg.text().unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains("<polyline"), "{svg}");
+    assert!(
+        svg.starts_with("<svg") && svg.contains("<polyline"),
+        "{svg}"
+    );
 
     let gens = v.page("/generations");
     assert!(gens.contains("/generations/mini"));
     let lineage = v.page("/generations/mini");
     assert!(lineage.contains("graph.svg") && lineage.contains("chart.svg"));
-    assert!(lineage.contains("tool:edit_file:error:no_match"), "the part g1 changed");
-    let svg = client().get(v.url("/generations/mini/graph.svg")).send().unwrap();
-    assert_eq!(svg.headers()["content-type"], "image/svg+xml; charset=utf-8");
+    assert!(
+        lineage.contains("tool:edit_file:error:no_match"),
+        "the part g1 changed"
+    );
+    let svg = client()
+        .get(v.url("/generations/mini/graph.svg"))
+        .send()
+        .unwrap();
+    assert_eq!(
+        svg.headers()["content-type"],
+        "image/svg+xml; charset=utf-8"
+    );
     let svg = svg.text().unwrap();
     assert_eq!(svg.matches("class=\"node\"").count(), 2);
     assert_eq!(svg.matches("class=\"edge\"").count(), 1);
     assert!(v.page("/generations/mini/chart.svg").contains("val-rate"));
     let diff = v.page("/generations/mini/diff?a=0&b=1");
-    assert!(diff.contains("tool:edit_file:error:no_match") && diff.contains("copied verbatim"), "{diff}");
-    assert_eq!(v.json("/api/generations/mini")["generations"].as_array().unwrap().len(), 2);
+    assert!(
+        diff.contains("tool:edit_file:error:no_match") && diff.contains("copied verbatim"),
+        "{diff}"
+    );
+    assert_eq!(
+        v.json("/api/generations/mini")["generations"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 #[test]
@@ -463,11 +585,17 @@ fn model_written_probes_reach_the_page_as_text() {
         let page = v.page(&path);
         assert_inert(&page, &path);
         if path.starts_with("/sessions/") || path.starts_with("/notes/") {
-            assert!(page.contains("&lt;script&gt;") || page.contains("&lt;img src=x"), "{path} shows the probe as text");
+            assert!(
+                page.contains("&lt;script&gt;") || page.contains("&lt;img src=x"),
+                "{path} shows the probe as text"
+            );
         }
     }
     let (_, json) = v.get(&format!("/api/sessions/{}", home.writer));
-    assert!(json.contains("data-xss"), "JSON keeps the text as it was (served as JSON, not HTML)");
+    assert!(
+        json.contains("data-xss"),
+        "JSON keeps the text as it was (served as JSON, not HTML)"
+    );
 }
 
 #[test]
@@ -476,23 +604,57 @@ fn unknown_pages_and_bad_ids_get_a_clear_page() {
     let v = Viewer::start(&home.root);
     for (path, status, words) in [
         ("/no/such/page", 404, "there is no page at /no/such/page"),
-        ("/sessions/01NOSUCHSESSION", 404, "no session matches `01NOSUCHSESSION`"),
+        (
+            "/sessions/01NOSUCHSESSION",
+            404,
+            "no session matches `01NOSUCHSESSION`",
+        ),
         ("/api/sessions/01NOSUCHSESSION", 404, "no session matches"),
-        ("/notes/01NOSUCHNOTE", 404, "no note has the id `01NOSUCHNOTE`"),
+        (
+            "/notes/01NOSUCHNOTE",
+            404,
+            "no note has the id `01NOSUCHNOTE`",
+        ),
         ("/evals/nosuchrun", 404, "no eval run matches `nosuchrun`"),
-        ("/generations/nosuchagent", 404, "no agent named `nosuchagent` has generations"),
+        (
+            "/generations/nosuchagent",
+            404,
+            "no agent named `nosuchagent` has generations",
+        ),
         ("/generations/..%2F..%2Fetc", 404, "has generations"),
-        ("/generations/mini/diff?a=0&b=99", 404, "agent `mini` has no generation 99"),
-        ("/generations/mini/diff?a=zero&b=1", 400, "`a` must be a generation number"),
-        ("/sessions?since=yesterday", 400, "`since` must be a date like 2025-01-31, not `yesterday`"),
-        ("/sessions?page=banana", 400, "the query is not understood: page: invalid digit"),
+        (
+            "/generations/mini/diff?a=0&b=99",
+            404,
+            "agent `mini` has no generation 99",
+        ),
+        (
+            "/generations/mini/diff?a=zero&b=1",
+            400,
+            "`a` must be a generation number",
+        ),
+        (
+            "/sessions?since=yesterday",
+            400,
+            "`since` must be a date like 2025-01-31, not `yesterday`",
+        ),
+        (
+            "/sessions?page=banana",
+            400,
+            "the query is not understood: page: invalid digit",
+        ),
         ("/evals/compare?a=x", 400, "the `b` parameter"),
         ("/evals/curve?learn=x", 400, "the `baseline` parameter"),
     ] {
         let (got, body) = v.get(path);
         assert_eq!(got, status, "GET {path}:\n{body}");
-        assert!(!body.contains(&v.token), "GET {path}: the page repeats the token");
-        assert!(body.contains(words), "GET {path} does not say `{words}`:\n{body}");
+        assert!(
+            !body.contains(&v.token),
+            "GET {path}: the page repeats the token"
+        );
+        assert!(
+            body.contains(words),
+            "GET {path} does not say `{words}`:\n{body}"
+        );
         assert!(body.contains("<h1>"), "a page, not a bare error: {body}");
     }
     let (got, body) = v.get(&format!("/evals/compare?a={0}&b={0}", home.runs[0]));
@@ -509,9 +671,16 @@ fn the_guard_wants_loopback_host_the_token_and_reads_only() {
     let r = c.get(&plain).send().unwrap();
     assert_eq!(r.status(), 403);
     assert!(r.text().unwrap().contains("needs its access token"));
-    let r = c.get(format!("{plain}?token=0123456789abcdef0123456789abcdef")).send().unwrap();
+    let r = c
+        .get(format!("{plain}?token=0123456789abcdef0123456789abcdef"))
+        .send()
+        .unwrap();
     assert_eq!(r.status(), 403, "a wrong token");
-    let r = c.get(v.url("/sessions")).header("Host", "attacker.example").send().unwrap();
+    let r = c
+        .get(v.url("/sessions"))
+        .header("Host", "attacker.example")
+        .send()
+        .unwrap();
     assert_eq!(r.status(), 403, "DNS rebinding: another Host name");
     assert!(r.text().unwrap().contains("answers only to 127.0.0.1"));
     let r = c.post(v.url("/sessions")).send().unwrap();
@@ -519,23 +688,56 @@ fn the_guard_wants_loopback_host_the_token_and_reads_only() {
 
     let r = c.get(v.url("/sessions")).send().unwrap();
     assert_eq!(r.status(), 200);
-    let csp = r.headers()["content-security-policy"].to_str().unwrap().to_string();
-    assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'nonce-"), "{csp}");
+    let csp = r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("script-src 'nonce-"),
+        "{csp}"
+    );
     let cookie = r.headers()["set-cookie"].to_str().unwrap().to_string();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let pair = cookie.split(';').next().unwrap().to_string();
     let r = c.get(&plain).header("Cookie", pair).send().unwrap();
     assert_eq!(r.status(), 200, "the cookie stands in for the token");
-    let r = c.get(&plain).header("Cookie", format!("quire_view_1={}", v.token)).send().unwrap();
+    let r = c
+        .get(&plain)
+        .header("Cookie", format!("quire_view_1={}", v.token))
+        .send()
+        .unwrap();
     assert_eq!(r.status(), 403, "another viewer's cookie name");
 
     // The nonce on the page's script is the one in the CSP, and changes per answer.
     let notes = c.get(v.url("/notes")).send().unwrap();
-    let csp = notes.headers()["content-security-policy"].to_str().unwrap().to_string();
-    let nonce = csp.split("'nonce-").nth(1).unwrap().split('\'').next().unwrap().to_string();
-    assert!(notes.text().unwrap().contains(&format!("<script nonce=\"{nonce}\">")));
+    let csp = notes.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .unwrap()
+        .split('\'')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        notes
+            .text()
+            .unwrap()
+            .contains(&format!("<script nonce=\"{nonce}\">"))
+    );
     let again = c.get(v.url("/notes")).send().unwrap();
-    assert!(!again.headers()["content-security-policy"].to_str().unwrap().contains(&nonce));
+    assert!(
+        !again.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains(&nonce)
+    );
 }
 
 /// A session whose model answers slowly: its page carries the live script
@@ -546,16 +748,23 @@ fn a_running_session_is_shown_live() {
     let ws_parent = tempfile::tempdir().unwrap();
     let ws = ws_parent.path().join("pricing");
     copy_dir(&fixture("pricing"), &ws);
-    let slow = |reply: Reply| Reply::Fault(Fault::Delay(Duration::from_millis(1200), Box::new(reply)));
+    let slow =
+        |reply: Reply| Reply::Fault(Fault::Delay(Duration::from_millis(1200), Box::new(reply)));
     let server = ScriptedServer::start_blocking(Script::sequence(vec![
-        slow(Reply::ToolCalls(vec![call("read_file", json!({"path": "src/pricing.py"}))])),
+        slow(Reply::ToolCalls(vec![call(
+            "read_file",
+            json!({"path": "src/pricing.py"}),
+        )])),
         slow(Reply::ToolCalls(vec![call("list_files", json!({}))])),
         slow(Reply::ToolCalls(vec![call(
             "edit_file",
             json!({"path": "src/pricing.py", "old": FIX_OLD, "new": format!("    if percent < 0:\n        raise ValueError(\"negative\")\n{FIX_OLD}")}),
         )])),
         slow(Reply::ToolCalls(vec![call("run_tests", json!({}))])),
-        slow(Reply::ToolCalls(vec![call("finish", json!({"summary": "looked around"}))])),
+        slow(Reply::ToolCalls(vec![call(
+            "finish",
+            json!({"summary": "looked around"}),
+        )])),
     ]));
     let mut run = quire_in(root.path(), &server.openai_base_url())
         .args(["run", ws.to_str().unwrap(), "--yes"])
@@ -576,7 +785,10 @@ fn a_running_session_is_shown_live() {
     let status = v.json(&format!("/api/sessions/{id}/status"));
     assert_eq!(status["running"], true, "{status}");
     let page = v.page(&format!("/sessions/{id}"));
-    assert!(page.contains("/api/sessions/") && page.contains("<script nonce="), "the live script");
+    assert!(
+        page.contains("/api/sessions/") && page.contains("<script nonce="),
+        "the live script"
+    );
     let mut counts = vec![status["events"].as_u64().unwrap()];
     loop {
         let s = v.json(&format!("/api/sessions/{id}/status"));
@@ -587,11 +799,20 @@ fn a_running_session_is_shown_live() {
         if s["running"] == false {
             break;
         }
-        assert!(Instant::now() < deadline + Duration::from_secs(30), "the session never ended");
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(30),
+            "the session never ended"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(counts.len() >= 3, "events arrived in steps while it ran: {counts:?}");
+    assert!(
+        counts.len() >= 3,
+        "events arrived in steps while it ran: {counts:?}"
+    );
     assert!(run.wait().unwrap().success());
     let page = v.page(&format!("/sessions/{id}"));
-    assert!(!page.contains("<script nonce="), "an ended session needs no live script");
+    assert!(
+        !page.contains("<script nonce="),
+        "an ended session needs no live script"
+    );
 }

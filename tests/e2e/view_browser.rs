@@ -65,7 +65,12 @@ impl Browser {
     }
 
     fn load(&self, url: &str) -> Loaded {
-        let out = self.command("1280,1000").arg("--dump-dom").arg(url).output().unwrap();
+        let out = self
+            .command("1280,1000")
+            .arg("--dump-dom")
+            .arg(url)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "chromium failed on {url}:\n{stderr}");
         Loaded {
@@ -107,7 +112,9 @@ fn the_main_pages_render_search_works_both_views_show_and_probes_stay_inert() {
             std::env::var_os("CI").is_none(),
             "CI must have chromium (`apt-get install chromium`, see .ci/run)"
         );
-        eprintln!("SKIPPED the browser test: no chromium on PATH (apt-get install chromium, or set QUIRE_CHROMIUM)");
+        eprintln!(
+            "SKIPPED the browser test: no chromium on PATH (apt-get install chromium, or set QUIRE_CHROMIUM)"
+        );
         return;
     };
     let home = home();
@@ -123,24 +130,59 @@ fn the_main_pages_render_search_works_both_views_show_and_probes_stay_inert() {
     let note = format!("/notes/{}", home.note_id);
     let run = format!("/evals/{}", home.runs[0]);
     let compare = format!("/evals/compare?a={}&b={}", home.runs[1], home.runs[0]);
-    let curve = format!("/evals/curve?learn={}&baseline={}", home.learn, home.baseline);
+    let curve = format!(
+        "/evals/curve?learn={}&baseline={}",
+        home.learn, home.baseline
+    );
     let pages: Vec<(&str, &str, Vec<&str>)> = vec![
         ("start", "/", vec!["Quire data home", "Recent sessions"]),
-        ("sessions", "/sessions", vec!["class=\"sessions\"", home.reader.as_str()]),
-        ("session", &writer, vec!["class=\"agent-view\"", "class=\"user-view\"", "id=\"requests\"", "Final diff"]),
-        ("notes-search", "/notes#q=discount", vec!["data-query=\"discount\"", NOTE_TITLE]),
-        ("note", &note, vec!["id=\"frontmatter\"", "<strong>ValueError</strong>"]),
+        (
+            "sessions",
+            "/sessions",
+            vec!["class=\"sessions\"", home.reader.as_str()],
+        ),
+        (
+            "session",
+            &writer,
+            vec![
+                "class=\"agent-view\"",
+                "class=\"user-view\"",
+                "id=\"requests\"",
+                "Final diff",
+            ],
+        ),
+        (
+            "notes-search",
+            "/notes#q=discount",
+            vec!["data-query=\"discount\"", NOTE_TITLE],
+        ),
+        (
+            "note",
+            &note,
+            vec!["id=\"frontmatter\"", "<strong>ValueError</strong>"],
+        ),
         ("evals", "/evals", vec![home.runs[0].as_str()]),
         ("eval-run", &run, vec!["id=\"tasks\"", "shift-ten"]),
         ("compare", &compare, vec!["id=\"pairs\""]),
         ("curve", &curve, vec!["id=\"curve\"", "learn vs baseline"]),
-        ("generations", "/generations/mini", vec!["id=\"lineage\"", "tool:edit_file:error:no_match"]),
-        ("generation-diff", "/generations/mini/diff?a=0&b=1", vec!["copied verbatim"]),
+        (
+            "generations",
+            "/generations/mini",
+            vec!["id=\"lineage\"", "tool:edit_file:error:no_match"],
+        ),
+        (
+            "generation-diff",
+            "/generations/mini/diff?a=0&b=1",
+            vec!["copied verbatim"],
+        ),
     ];
     for (name, path, wanted) in &pages {
         let loaded = browser.load(&viewer.url(path));
         for w in wanted {
-            assert!(loaded.dom.contains(w), "{name} ({path}) lacks `{w}` after rendering");
+            assert!(
+                loaded.dom.contains(w),
+                "{name} ({path}) lacks `{w}` after rendering"
+            );
         }
         let body = body_tag(&loaded.dom);
         assert!(!body.contains("data-xss"), "{name}: a probe ran: {body}");
@@ -165,7 +207,11 @@ fn the_main_pages_render_search_works_both_views_show_and_probes_stay_inert() {
 
     // The probes are on the session and note pages, as text.
     let session = browser.load(&viewer.url(&writer));
-    assert!(session.dom.contains("&lt;script&gt;document.body.setAttribute"));
+    assert!(
+        session
+            .dom
+            .contains("&lt;script&gt;document.body.setAttribute")
+    );
     assert!(session.dom.contains("&lt;img src=x onerror="));
     let views = session.dom.matches("class=\"agent-view\"").count();
     assert!(views >= 3, "one pair of views per tool call: {views}");

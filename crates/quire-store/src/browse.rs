@@ -106,7 +106,9 @@ impl Store {
                 stmt.query_map([pattern], |row| row.get(0).map(SessionId))?
                     .collect::<rusqlite::Result<Vec<_>>>()
             })
-            .map_err(|source| self.sqlite(format!("finding sessions that read note {note_id}"), source))
+            .map_err(|source| {
+                self.sqlite(format!("finding sessions that read note {note_id}"), source)
+            })
     }
 
     /// The eval run and task a session was an attempt of: (run id, task id).

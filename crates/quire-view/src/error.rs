@@ -57,7 +57,11 @@ impl IntoResponse for ViewError {
             "<h1>{title}</h1><p class=\"error\">{}</p><p><a href=\"/\">Back to the start page</a></p>",
             esc(&self.to_string())
         );
-        (status, axum::response::Html(page(Section::Home, title, &body, None))).into_response()
+        (
+            status,
+            axum::response::Html(page(Section::Home, title, &body, None)),
+        )
+            .into_response()
     }
 }
 

@@ -34,7 +34,9 @@ fn find_run(store: &Store, spec: &str) -> Result<EvalRunRow, ViewError> {
     store
         .find_eval_run(spec)
         .map_err(|e| match e {
-            StoreError::AmbiguousPrefix { prefix, matches, .. } => ViewError::BadRequest(format!(
+            StoreError::AmbiguousPrefix {
+                prefix, matches, ..
+            } => ViewError::BadRequest(format!(
                 "`{prefix}` matches several eval runs: {}",
                 matches.join(", ")
             )),
@@ -44,7 +46,11 @@ fn find_run(store: &Store, spec: &str) -> Result<EvalRunRow, ViewError> {
 }
 
 fn run_link(id: &str) -> String {
-    format!("<a href=\"/evals/{}\"><code>{}</code></a>", url(id), esc(id))
+    format!(
+        "<a href=\"/evals/{}\"><code>{}</code></a>",
+        url(id),
+        esc(id)
+    )
 }
 
 fn interval((lo, hi): (f64, f64)) -> String {
@@ -54,7 +60,9 @@ fn interval((lo, hi): (f64, f64)) -> String {
 /// The runs with their headline figures.
 pub fn runs_table(runs: &[EvalRunSummary]) -> String {
     if runs.is_empty() {
-        return String::from("<p>No eval runs yet: start one with <code>quire eval run &lt;suite&gt;</code>.</p>");
+        return String::from(
+            "<p>No eval runs yet: start one with <code>quire eval run &lt;suite&gt;</code>.</p>",
+        );
     }
     let mut out = String::from(
         "<table class=\"runs\"><tr><th>run</th><th>started (UTC)</th><th>status</th><th>suite / split</th><th>agent</th><th>config</th><th>model</th><th>notes</th><th>resolved</th><th>rate (95% CI)</th><th>tokens</th><th>cost</th></tr>",
@@ -83,7 +91,11 @@ pub fn runs_table(runs: &[EvalRunSummary]) -> String {
             notes_label(&r.args),
             s.resolved,
             s.done,
-            if s.done < s.attempts { format!(" of {}", s.attempts) } else { String::new() },
+            if s.done < s.attempts {
+                format!(" of {}", s.attempts)
+            } else {
+                String::new()
+            },
             tokens_text(s.prompt_tokens + s.completion_tokens),
             s.cost_usd
         );
@@ -104,7 +116,11 @@ fn run_options(runs: &[EvalRunSummary], selected: Option<&str>) -> String {
     let mut out = String::new();
     for s in runs {
         let r = &s.run;
-        let sel = if selected == Some(r.id.as_str()) { " selected" } else { "" };
+        let sel = if selected == Some(r.id.as_str()) {
+            " selected"
+        } else {
+            ""
+        };
         let _ = write!(
             out,
             "<option{sel} value=\"{}\">{} · {} / {} · {} · notes {}</option>",
@@ -241,9 +257,19 @@ fn run_page(report: &RunReport) -> String {
             let session = o
                 .session_id
                 .as_ref()
-                .map(|s| format!("<a href=\"/sessions/{}\"><code>{}</code></a>", url(s.as_str()), esc(s.as_str())))
+                .map(|s| {
+                    format!(
+                        "<a href=\"/sessions/{}\"><code>{}</code></a>",
+                        url(s.as_str()),
+                        esc(s.as_str())
+                    )
+                })
                 .unwrap_or_else(|| "—".into());
-            let category = if o.category.is_empty() { "—".to_string() } else { status_tag(&o.category) };
+            let category = if o.category.is_empty() {
+                "—".to_string()
+            } else {
+                status_tag(&o.category)
+            };
             let error = o
                 .error
                 .as_deref()
@@ -386,7 +412,11 @@ fn required(value: &Option<String>, name: &str) -> Result<String, ViewError> {
         .map(str::trim)
         .filter(|v| !v.is_empty())
         .map(str::to_string)
-        .ok_or_else(|| ViewError::BadRequest(format!("the `{name}` parameter (an eval run id) is missing")))
+        .ok_or_else(|| {
+            ViewError::BadRequest(format!(
+                "the `{name}` parameter (an eval run id) is missing"
+            ))
+        })
 }
 
 pub async fn compare(
@@ -400,13 +430,21 @@ pub async fn compare(
         let run_a = find_run(&store, &a)?;
         let run_b = find_run(&store, &b)?;
         if run_a.id == run_b.id {
-            return Err(ViewError::BadRequest(format!("both sides name run {}", run_a.id)));
+            return Err(ViewError::BadRequest(format!(
+                "both sides name run {}",
+                run_a.id
+            )));
         }
         let results_a = store.eval_results(&run_a.id)?;
         let results_b = store.eval_results(&run_b.id)?;
         drop(store);
         let cmp = Comparison::new(run_a, &results_a, run_b, &results_b);
-        Ok(Html(page(Section::Evals, "Comparison", &compare_page(&cmp), None)))
+        Ok(Html(page(
+            Section::Evals,
+            "Comparison",
+            &compare_page(&cmp),
+            None,
+        )))
     })
     .await
 }
@@ -448,12 +486,20 @@ fn compare_page(cmp: &Comparison) -> String {
         cmp.mean_wall_secs_diff,
         cmp.mean_cost_diff
     );
-    for (title, list) in [("Gained (B resolved, A did not)", &cmp.gained), ("Lost (A resolved, B did not)", &cmp.lost), ("Only in A", &cmp.only_a), ("Only in B", &cmp.only_b)] {
+    for (title, list) in [
+        ("Gained (B resolved, A did not)", &cmp.gained),
+        ("Lost (A resolved, B did not)", &cmp.lost),
+        ("Only in A", &cmp.only_a),
+        ("Only in B", &cmp.only_b),
+    ] {
         if !list.is_empty() {
             let _ = write!(
                 body,
                 "<p><b>{title}:</b> {}</p>",
-                list.iter().map(|t| format!("<code>{}</code>", esc(t))).collect::<Vec<_>>().join(" ")
+                list.iter()
+                    .map(|t| format!("<code>{}</code>", esc(t)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             );
         }
     }
@@ -462,7 +508,17 @@ fn compare_page(cmp: &Comparison) -> String {
     }
     body.push_str("<h2>Pairs</h2><table id=\"pairs\"><tr><th>task</th><th>attempt</th><th>A</th><th>B</th><th>flip</th><th>tokens B − A</th><th>wall B − A</th></tr>");
     for p in &cmp.pairs {
-        let yes = |r: bool, c: &str| format!("{} <span class=\"muted\">{}</span>", if r { status_tag("resolved") } else { status_tag("failed") }, esc(c));
+        let yes = |r: bool, c: &str| {
+            format!(
+                "{} <span class=\"muted\">{}</span>",
+                if r {
+                    status_tag("resolved")
+                } else {
+                    status_tag("failed")
+                },
+                esc(c)
+            )
+        };
         let _ = write!(
             body,
             "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{:+}</td><td class=\"num\">{:+.1}s</td></tr>",
@@ -503,9 +559,9 @@ fn distill_cost(store: &Store, id: &quire_types::SessionId) -> Result<DistillCos
         completion_tokens: job.as_ref().map_or(0, |j| j.usage.completion_tokens),
         cached_tokens: job.as_ref().map_or(0, |j| j.usage.cached_tokens),
         calls: job.as_ref().map_or(0, |j| j.calls),
-        notes_written: job
-            .as_ref()
-            .map_or(0, |j| j.notes_written.as_array().map_or(0, |a| a.len() as u32)),
+        notes_written: job.as_ref().map_or(0, |j| {
+            j.notes_written.as_array().map_or(0, |a| a.len() as u32)
+        }),
     })
 }
 
@@ -575,5 +631,9 @@ pub async fn curve_svg(
 }
 
 pub fn svg_response(svg: String) -> Response {
-    ([(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")], svg).into_response()
+    (
+        [(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")],
+        svg,
+    )
+        .into_response()
 }

@@ -48,9 +48,7 @@ fn lineage(app: &App, agent: &str) -> Result<Lineage, ViewError> {
     agents(app)
         .remove(agent)
         .map(|dir| Lineage::new(&dir))
-        .ok_or_else(|| {
-            ViewError::NotFound(format!("no agent named `{agent}` has generations"))
-        })
+        .ok_or_else(|| ViewError::NotFound(format!("no agent named `{agent}` has generations")))
 }
 
 pub async fn list(State(app): State<Arc<App>>) -> Result<Html<String>, ViewError> {
@@ -97,7 +95,11 @@ fn figures(run: &Option<RunRecord>) -> String {
 fn options(rows: &[HistoryRow], selected: Option<u32>) -> String {
     rows.iter()
         .map(|r| {
-            let sel = if Some(r.n) == selected { " selected" } else { "" };
+            let sel = if Some(r.n) == selected {
+                " selected"
+            } else {
+                ""
+            };
             format!("<option{sel} value=\"{0}\">g{0}</option>", r.n)
         })
         .collect()

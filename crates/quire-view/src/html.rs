@@ -80,7 +80,9 @@ fn safe_link(dest: CowStr<'_>) -> CowStr<'_> {
     let lower = dest.trim().to_ascii_lowercase();
     let scheme = lower.split_once(':').map(|(s, _)| s);
     let has_scheme = scheme.is_some_and(|s| {
-        !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
     });
     let allowed = !has_scheme || matches!(scheme, Some("http" | "https" | "mailto"));
     if allowed && !lower.starts_with("//") {
@@ -164,7 +166,7 @@ pub fn num(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -325,15 +327,30 @@ mod tests {
         assert!(out.contains("&lt;script&gt;"), "{out}");
         assert!(!out.contains("javascript:"), "{out}");
         assert!(out.contains("href=\"https://example.invalid/x\""), "{out}");
-        assert!(out.contains("href=\"http://tracker.invalid/p.png\""), "{out}");
+        assert!(
+            out.contains("href=\"http://tracker.invalid/p.png\""),
+            "{out}"
+        );
     }
 
     #[test]
     fn link_schemes_other_than_web_and_mail_are_dropped() {
-        for bad in ["javascript:x", " JavaScript:x", "data:text/html,x", "vbscript:x", "//evil"] {
+        for bad in [
+            "javascript:x",
+            " JavaScript:x",
+            "data:text/html,x",
+            "vbscript:x",
+            "//evil",
+        ] {
             assert_eq!(safe_link(CowStr::Borrowed(bad)).as_ref(), "#", "{bad}");
         }
-        for good in ["/notes/1", "#top", "https://a.invalid", "mailto:a@b.invalid", "x.md"] {
+        for good in [
+            "/notes/1",
+            "#top",
+            "https://a.invalid",
+            "mailto:a@b.invalid",
+            "x.md",
+        ] {
             assert_eq!(safe_link(CowStr::Borrowed(good)).as_ref(), good);
         }
     }

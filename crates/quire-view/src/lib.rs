@@ -129,8 +129,14 @@ fn router(state: Arc<state::App>) -> Router {
         .route("/api/evals/{id}/status", get(evals::status_json))
         .route("/generations", get(generations::list))
         .route("/generations/{agent}", get(generations::show))
-        .route("/generations/{agent}/graph.svg", get(generations::graph_svg))
-        .route("/generations/{agent}/chart.svg", get(generations::chart_svg))
+        .route(
+            "/generations/{agent}/graph.svg",
+            get(generations::graph_svg),
+        )
+        .route(
+            "/generations/{agent}/chart.svg",
+            get(generations::chart_svg),
+        )
         .route("/generations/{agent}/diff", get(generations::diff))
         .route("/api/generations/{agent}", get(generations::show_json))
         .fallback(error::not_found_page)

@@ -35,7 +35,9 @@ impl SearchParams {
         self.q.as_deref().map(str::trim).unwrap_or("")
     }
     fn all(&self) -> bool {
-        self.all.as_deref().is_some_and(|v| !v.is_empty() && v != "0")
+        self.all
+            .as_deref()
+            .is_some_and(|v| !v.is_empty() && v != "0")
     }
 }
 
@@ -51,7 +53,10 @@ fn hits_html(hits: &[Hit], text: &str) -> String {
         return String::from("<p class=\"muted\">Type to search the notes.</p>");
     }
     if hits.is_empty() {
-        return format!("<p class=\"none\">No note matches <q>{}</q>.</p>", esc(text));
+        return format!(
+            "<p class=\"none\">No note matches <q>{}</q>.</p>",
+            esc(text)
+        );
     }
     let mut out = format!("<p class=\"muted\">{} hit(s)</p>", hits.len());
     for h in hits {
@@ -83,7 +88,11 @@ fn tree_html(folder: &Folder, out: &mut String) {
         out.push_str("</details></li>");
     }
     for (id, title, superseded) in &folder.notes {
-        let mark = if *superseded { " <span class=\"tag\">superseded</span>" } else { "" };
+        let mark = if *superseded {
+            " <span class=\"tag\">superseded</span>"
+        } else {
+            ""
+        };
         let _ = write!(
             out,
             "<li><a href=\"/notes/{}\">{}</a>{mark}</li>",
@@ -210,7 +219,9 @@ pub async fn list_json(State(app): State<Arc<App>>) -> Result<Json<Value>, ViewE
             .iter()
             .map(|n| json!({"path": n.path_str(), "meta": n.meta}))
             .collect();
-        Ok(Json(json!({ "notes": notes, "broken": report.broken.len() })))
+        Ok(Json(
+            json!({ "notes": notes, "broken": report.broken.len() }),
+        ))
     })
     .await
 }
@@ -253,7 +264,11 @@ fn list_row(label: &str, items: &[String]) -> String {
 }
 
 fn session_link(id: &str) -> String {
-    format!("<a href=\"/sessions/{}\"><code>{}</code></a>", url(id), esc(id))
+    format!(
+        "<a href=\"/sessions/{}\"><code>{}</code></a>",
+        url(id),
+        esc(id)
+    )
 }
 
 pub async fn show(

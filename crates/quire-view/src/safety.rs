@@ -51,12 +51,9 @@ pub fn host_allowed(host: Option<&str>, port: u16) -> bool {
     let Some(host) = host else {
         return false;
     };
-    [
-        format!("127.0.0.1:{port}"),
-        format!("localhost:{port}"),
-    ]
-    .iter()
-    .any(|ok| host.eq_ignore_ascii_case(ok))
+    [format!("127.0.0.1:{port}"), format!("localhost:{port}")]
+        .iter()
+        .any(|ok| host.eq_ignore_ascii_case(ok))
 }
 
 fn query_token(query: Option<&str>) -> Option<&str> {
@@ -111,7 +108,10 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
         .get(header::HOST)
         .and_then(|h| h.to_str().ok());
     if !host_allowed(host, app.port) {
-        tracing::warn!(host = host.unwrap_or("-"), "quire view: refused a request for another host");
+        tracing::warn!(
+            host = host.unwrap_or("-"),
+            "quire view: refused a request for another host"
+        );
         return refuse(
             StatusCode::FORBIDDEN,
             &format!(
@@ -141,10 +141,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
     let mut response = next.run(req).await;
     harden(&mut response, &nonce);
     if by_query && !by_cookie {
-        let set = format!(
-            "{cookie}={}; Path=/; HttpOnly; SameSite=Strict",
-            app.token
-        );
+        let set = format!("{cookie}={}; Path=/; HttpOnly; SameSite=Strict", app.token);
         if let Ok(value) = HeaderValue::from_str(&set) {
             response.headers_mut().append(header::SET_COOKIE, value);
         }

@@ -52,7 +52,11 @@ fn date(field: &str, text: &Option<String>, end: bool) -> Result<Option<DateTime
             "`{field}` must be a date like 2025-01-31, not `{text}`"
         ))
     })?;
-    let day = if end { day.succ_opt().unwrap_or(day) } else { day };
+    let day = if end {
+        day.succ_opt().unwrap_or(day)
+    } else {
+        day
+    };
     Ok(day.and_hms_opt(0, 0, 0).map(|t| t.and_utc()))
 }
 
@@ -94,7 +98,9 @@ impl ListParams {
 
 fn store_err(e: StoreError) -> ViewError {
     match e {
-        StoreError::AmbiguousPrefix { prefix, matches, .. } => ViewError::BadRequest(format!(
+        StoreError::AmbiguousPrefix {
+            prefix, matches, ..
+        } => ViewError::BadRequest(format!(
             "`{prefix}` matches several sessions: {}",
             matches.join(", ")
         )),
@@ -175,7 +181,11 @@ pub async fn home(State(app): State<Arc<App>>) -> Result<Html<String>, ViewError
 fn select(name: &str, label: &str, options: &[String], current: Option<&str>) -> String {
     let mut out = format!("<label>{label}<select name=\"{name}\"><option value=\"\">any</option>");
     for o in options {
-        let sel = if current == Some(o.as_str()) { " selected" } else { "" };
+        let sel = if current == Some(o.as_str()) {
+            " selected"
+        } else {
+            ""
+        };
         let _ = write!(out, "<option{sel} value=\"{0}\">{0}</option>", esc(o));
     }
     out.push_str("</select></label>");
@@ -288,7 +298,8 @@ pub async fn show(
         let evals = eval_of(&store, &row.id)?;
         drop(store);
         let body = trace(&row, &events, &distilled, evals.as_ref());
-        let script = (row.status == SessionStatus::Running).then(|| live_script(&row.id, events.len()));
+        let script =
+            (row.status == SessionStatus::Running).then(|| live_script(&row.id, events.len()));
         Ok(Html(page(
             Section::Sessions,
             &format!("Session {}", row.id),
@@ -325,7 +336,12 @@ fn distilled_notes(
     };
     let mut out = Vec::new();
     for note in job.notes_written.as_array().into_iter().flatten() {
-        let field = |k: &str| note.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let field = |k: &str| {
+            note.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         out.push((field("id"), field("action"), field("title")));
     }
     Ok(out)
@@ -352,7 +368,13 @@ fn pretty_args(arguments: &str) -> String {
 
 fn note_links(ids: &[String]) -> String {
     ids.iter()
-        .map(|id| format!("<a href=\"/notes/{}\"><code>{}</code></a>", url(id), esc(id)))
+        .map(|id| {
+            format!(
+                "<a href=\"/notes/{}\"><code>{}</code></a>",
+                url(id),
+                esc(id)
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -470,7 +492,10 @@ pub fn trace(
                 let _ = write!(
                     out,
                     "<tr><td><a href=\"#step-{iteration}\">{iteration}</a></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{duration_ms}</td><td>{}</td></tr>",
-                    estimates.get(iteration).map(|n| num(*n)).unwrap_or_default(),
+                    estimates
+                        .get(iteration)
+                        .map(|n| num(*n))
+                        .unwrap_or_default(),
                     num(usage.prompt_tokens),
                     num(usage.cached_tokens),
                     num(usage.prompt_tokens.saturating_sub(usage.cached_tokens)),
@@ -511,7 +536,10 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
         EventKind::SessionStarted { workspace, .. } => card(
             "start",
             "Session started",
-            &format!("<p class=\"muted\">workspace <code>{}</code></p>", esc(workspace)),
+            &format!(
+                "<p class=\"muted\">workspace <code>{}</code></p>",
+                esc(workspace)
+            ),
         ),
         EventKind::SystemPrompt { content } => card(
             "system",
@@ -578,17 +606,29 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
         } => {
             let args = calls
                 .get(call_id.as_str())
-                .map(|a| format!("<details><summary>arguments</summary>{}</details>", pre(&pretty_args(a))))
+                .map(|a| {
+                    format!(
+                        "<details><summary>arguments</summary>{}</details>",
+                        pre(&pretty_args(a))
+                    )
+                })
                 .unwrap_or_default();
             let inner = format!(
                 "{args}<div class=\"views\"><div class=\"agent-view\"><h4>agent view (what the model read)</h4>{}</div><div class=\"user-view\"><h4>user view</h4>{}</div></div>",
                 pre(&views.agent_view),
                 pre(&views.user_view)
             );
-            let flag = if *is_error { " <span class=\"tag bad\">error</span>" } else { "" };
+            let flag = if *is_error {
+                " <span class=\"tag bad\">error</span>"
+            } else {
+                ""
+            };
             card(
                 "tool",
-                &format!("Tool <code>{}</code>{flag} <span class=\"muted\">{duration_ms} ms</span>", esc(name)),
+                &format!(
+                    "Tool <code>{}</code>{flag} <span class=\"muted\">{duration_ms} ms</span>",
+                    esc(name)
+                ),
                 &inner,
             )
         }
@@ -628,7 +668,10 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
         }
         EventKind::Patch { diff, files } => card(
             "patch",
-            &format!("Final diff <span class=\"muted\">{} file(s)</span>", files.len()),
+            &format!(
+                "Final diff <span class=\"muted\">{} file(s)</span>",
+                files.len()
+            ),
             &file_sections(diff),
         ),
         EventKind::Approval { decision, feedback } => card(
@@ -671,7 +714,11 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
         EventKind::HistoryReplaced { reason, messages } => card(
             "history",
             "History replaced",
-            &format!("{}<p class=\"muted\">{} messages</p>", pre(reason), messages.len()),
+            &format!(
+                "{}<p class=\"muted\">{} messages</p>",
+                pre(reason),
+                messages.len()
+            ),
         ),
         EventKind::Error { message } => card("error bad", "Error", &pre(message)),
         EventKind::NotesRetrieved { via, ids } => card(
@@ -681,7 +728,14 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
         ),
         EventKind::Sandbox { enforced, detail } => card(
             "sandbox",
-            &format!("Sandbox {}", if *enforced { "enforced" } else { "not enforced" }),
+            &format!(
+                "Sandbox {}",
+                if *enforced {
+                    "enforced"
+                } else {
+                    "not enforced"
+                }
+            ),
             &format!("<p class=\"muted\">{}</p>", esc(detail)),
         ),
         EventKind::CommandDecision {

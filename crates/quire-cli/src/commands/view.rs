@@ -38,7 +38,11 @@ pub async fn view(global: &GlobalArgs, args: ViewArgs) -> Result<ExitCode> {
 
 /// Best effort: the URL is printed either way.
 fn open_browser(url: &str) {
-    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
     if let Err(err) = std::process::Command::new(opener)
         .arg(url)
         .stdout(std::process::Stdio::null())
