@@ -830,3 +830,26 @@ fn a_page_of_sessions_filters_by_project_agent_status_and_date_and_counts_all_ma
     assert_eq!(facets.agents, ["coder", "mini"]);
     assert_eq!(facets.statuses, ["completed", "running"]);
 }
+
+#[test]
+fn sessions_that_retrieved_a_note_are_found_by_its_exact_id() {
+    let store = Store::open_in_memory().unwrap();
+    let a = store.create_session(&new_session("a")).unwrap();
+    let b = store.create_session(&new_session("b")).unwrap();
+    let retrieved = |ids: &[&str]| {
+        Event::now(EventKind::NotesRetrieved {
+            via: "search".into(),
+            ids: ids.iter().map(|s| s.to_string()).collect(),
+        })
+    };
+    store.append_event(&a, &retrieved(&["01NOTE_A", "01NOTEB"])).unwrap();
+    store.append_event(&a, &retrieved(&["01NOTE_A"])).unwrap();
+    store.append_event(&b, &retrieved(&["01NOTEXA"])).unwrap();
+    // Another kind of event naming the id does not count.
+    store.append_event(&b, &user("see \"01NOTE_A\"")).unwrap();
+    assert_eq!(store.sessions_retrieving_note("01NOTE_A").unwrap(), vec![a.clone()]);
+    // `_` is literal, not a LIKE wildcard: 01NOTEXA is another note.
+    assert_eq!(store.sessions_retrieving_note("01NOTEXA").unwrap(), vec![b.clone()]);
+    assert!(store.sessions_retrieving_note("01NOTE").unwrap().is_empty(), "whole ids only");
+    assert_eq!(store.session_eval_run(&a).unwrap(), None);
+}
