@@ -816,3 +816,26 @@ fn a_running_session_is_shown_live() {
         "an ended session needs no live script"
     );
 }
+
+/// The data home `quire demo` leaves: its one session reads in full.
+#[test]
+fn the_viewer_reads_the_data_home_quire_demo_leaves() {
+    let root = tempfile::tempdir().unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../evals/demo");
+    run_ok(
+        quire_in(root.path(), "http://127.0.0.1:9/v1").args(["demo", "--dir", demo.to_str().unwrap()]),
+        "quire demo",
+    );
+    let v = Viewer::start(root.path());
+    let list = v.json("/api/sessions");
+    assert_eq!(list["total"], 1);
+    let id = list["sessions"][0]["id"].as_str().unwrap();
+    let page = v.page(&format!("/sessions/{id}"));
+    for part in ["completed", "src/date_range.py", "Final diff", "agent view (what the model read)", "Applied to the original", "Tests"] {
+        assert!(page.contains(part), "the demo session page lacks `{part}`");
+    }
+    assert!(v.page("/").contains(id));
+    assert!(v.page("/notes").contains("Notes"));
+    assert!(v.page("/evals").contains("No eval runs yet"));
+    assert!(v.page("/generations").contains("No agent has generations yet"));
+}
