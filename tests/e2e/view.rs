@@ -740,16 +740,19 @@ fn the_guard_wants_loopback_host_the_token_and_reads_only() {
     );
 }
 
-/// A session whose model answers slowly: its page carries the live script
-/// and its status endpoint shows events arriving until it ends.
-#[test]
-fn a_running_session_is_shown_live() {
-    let root = tempfile::tempdir().unwrap();
+/// A session running in the background whose model answers each step
+/// after `delay`; the workspace and server live as long as it.
+pub struct SlowSession {
+    pub run: Child,
+    _server: ScriptedServer,
+    _ws: tempfile::TempDir,
+}
+
+pub fn slow_session(root: &Path, delay: Duration) -> SlowSession {
     let ws_parent = tempfile::tempdir().unwrap();
     let ws = ws_parent.path().join("pricing");
     copy_dir(&fixture("pricing"), &ws);
-    let slow =
-        |reply: Reply| Reply::Fault(Fault::Delay(Duration::from_millis(1200), Box::new(reply)));
+    let slow = |reply: Reply| Reply::Fault(Fault::Delay(delay, Box::new(reply)));
     let server = ScriptedServer::start_blocking(Script::sequence(vec![
         slow(Reply::ToolCalls(vec![call(
             "read_file",
@@ -766,22 +769,42 @@ fn a_running_session_is_shown_live() {
             json!({"summary": "looked around"}),
         )])),
     ]));
-    let mut run = quire_in(root.path(), &server.openai_base_url())
+    let run = quire_in(root, &server.openai_base_url())
         .args(["run", ws.to_str().unwrap(), "--yes"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let v = Viewer::start(root.path());
+    SlowSession {
+        run,
+        _server: server,
+        _ws: ws_parent,
+    }
+}
+
+/// The id of the first session in `root`, once it exists.
+pub fn first_session(v: &Viewer) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
-    let id = loop {
+    loop {
         let list = v.json("/api/sessions");
         if let Some(id) = list["sessions"][0]["id"].as_str() {
-            break id.to_string();
+            return id.to_string();
         }
         assert!(Instant::now() < deadline, "the session never appeared");
         std::thread::sleep(Duration::from_millis(50));
-    };
+    }
+}
+
+/// A session whose model answers slowly: its page carries the live script
+/// and its status endpoint shows events arriving until it ends.
+#[test]
+fn a_running_session_is_shown_live() {
+    let root = tempfile::tempdir().unwrap();
+    let mut session = slow_session(root.path(), Duration::from_millis(1200));
+    let run = &mut session.run;
+    let v = Viewer::start(root.path());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let id = first_session(&v);
     let status = v.json(&format!("/api/sessions/{id}/status"));
     assert_eq!(status["running"], true, "{status}");
     let page = v.page(&format!("/sessions/{id}"));
@@ -823,7 +846,11 @@ fn the_viewer_reads_the_data_home_quire_demo_leaves() {
     let root = tempfile::tempdir().unwrap();
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../evals/demo");
     run_ok(
-        quire_in(root.path(), "http://127.0.0.1:9/v1").args(["demo", "--dir", demo.to_str().unwrap()]),
+        quire_in(root.path(), "http://127.0.0.1:9/v1").args([
+            "demo",
+            "--dir",
+            demo.to_str().unwrap(),
+        ]),
         "quire demo",
     );
     let v = Viewer::start(root.path());
@@ -831,11 +858,21 @@ fn the_viewer_reads_the_data_home_quire_demo_leaves() {
     assert_eq!(list["total"], 1);
     let id = list["sessions"][0]["id"].as_str().unwrap();
     let page = v.page(&format!("/sessions/{id}"));
-    for part in ["completed", "src/date_range.py", "Final diff", "agent view (what the model read)", "Applied to the original", "Tests"] {
+    for part in [
+        "completed",
+        "src/date_range.py",
+        "Final diff",
+        "agent view (what the model read)",
+        "Applied to the original",
+        "Tests",
+    ] {
         assert!(page.contains(part), "the demo session page lacks `{part}`");
     }
     assert!(v.page("/").contains(id));
     assert!(v.page("/notes").contains("Notes"));
     assert!(v.page("/evals").contains("No eval runs yet"));
-    assert!(v.page("/generations").contains("No agent has generations yet"));
+    assert!(
+        v.page("/generations")
+            .contains("No agent has generations yet")
+    );
 }

@@ -10,7 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::view::{NOTE_TITLE, Viewer, home};
+use std::time::Duration;
+
+use crate::view::{NOTE_TITLE, Viewer, first_session, home, slow_session};
 
 fn chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("QUIRE_CHROMIUM") {
@@ -31,6 +33,10 @@ fn screenshots_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("view-screenshots"))
 }
+
+/// Virtual time for a page's scripts to run before the DOM is read; it
+/// pauses while a request is pending, so fetches finish within it.
+const SETTLE: &str = "--virtual-time-budget=4000";
 
 struct Browser {
     exe: PathBuf,
@@ -57,7 +63,6 @@ impl Browser {
             "--hide-scrollbars",
             "--enable-logging=stderr",
             "--v=0",
-            "--virtual-time-budget=4000",
         ])
         .arg(format!("--window-size={window}"))
         .arg(format!("--user-data-dir={}", self.profile.path().display()));
@@ -65,8 +70,13 @@ impl Browser {
     }
 
     fn load(&self, url: &str) -> Loaded {
+        self.load_with(url, &[SETTLE])
+    }
+
+    fn load_with(&self, url: &str, extra: &[&str]) -> Loaded {
         let out = self
             .command("1280,1000")
+            .args(extra)
             .arg("--dump-dom")
             .arg(url)
             .output()
@@ -86,6 +96,7 @@ impl Browser {
     fn screenshot(&self, url: &str, to: &Path) {
         let out = self
             .command("1280,1600")
+            .arg(SETTLE)
             .arg(format!("--screenshot={}", to.display()))
             .arg(url)
             .output()
@@ -103,6 +114,68 @@ fn body_tag(dom: &str) -> &str {
     let start = dom.find("<body").expect("a body");
     let end = dom[start..].find('>').unwrap() + start;
     &dom[start..=end]
+}
+
+fn browser() -> Option<Browser> {
+    let Some(exe) = chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have chromium (`apt-get install chromium`, see .ci/run)"
+        );
+        eprintln!(
+            "SKIPPED the browser test: no chromium on PATH (apt-get install chromium, or set QUIRE_CHROMIUM)"
+        );
+        return None;
+    };
+    Some(Browser {
+        exe,
+        profile: tempfile::tempdir().unwrap(),
+    })
+}
+
+/// A page opened while its session runs follows it to the end: the live
+/// script swaps in each new state, without a reload.
+#[test]
+fn a_running_session_page_updates_in_the_browser() {
+    let Some(browser) = browser() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    // Five slow steps: time for the browser to start and open the page
+    // while the session still runs, even on a busy machine.
+    let mut session = slow_session(root.path(), Duration::from_millis(2000));
+    let viewer = Viewer::start(root.path());
+    let id = first_session(&viewer);
+    assert_eq!(
+        viewer.json(&format!("/api/sessions/{id}/status"))["running"],
+        true
+    );
+    // Virtual time stands still while a poll is in flight, and the script
+    // stops polling when the session ends: a budget this large ends when
+    // the session does, in real time.
+    let loaded = browser.load_with(
+        &viewer.url(&format!("/sessions/{id}")),
+        &["--virtual-time-budget=100000000"],
+    );
+    assert!(session.run.wait().unwrap().success());
+    let body = body_tag(&loaded.dom);
+    assert!(
+        body.contains("data-live="),
+        "the page opened after the session ended (machine too slow?): {body}"
+    );
+    assert!(
+        body.contains("data-live=\"ended\""),
+        "the script saw the end: {body}"
+    );
+    assert!(
+        body.contains("data-live-events="),
+        "it swapped in new events: {body}"
+    );
+    assert!(
+        loaded.dom.contains("Session ended"),
+        "the page shows the end without a reload"
+    );
+    assert!(loaded.console.is_empty(), "{}", loaded.console.join("\n"));
 }
 
 #[test]

@@ -842,14 +842,25 @@ fn sessions_that_retrieved_a_note_are_found_by_its_exact_id() {
             ids: ids.iter().map(|s| s.to_string()).collect(),
         })
     };
-    store.append_event(&a, &retrieved(&["01NOTE_A", "01NOTEB"])).unwrap();
+    store
+        .append_event(&a, &retrieved(&["01NOTE_A", "01NOTEB"]))
+        .unwrap();
     store.append_event(&a, &retrieved(&["01NOTE_A"])).unwrap();
     store.append_event(&b, &retrieved(&["01NOTEXA"])).unwrap();
     // Another kind of event naming the id does not count.
     store.append_event(&b, &user("see \"01NOTE_A\"")).unwrap();
-    assert_eq!(store.sessions_retrieving_note("01NOTE_A").unwrap(), vec![a.clone()]);
+    assert_eq!(
+        store.sessions_retrieving_note("01NOTE_A").unwrap(),
+        vec![a.clone()]
+    );
     // `_` is literal, not a LIKE wildcard: 01NOTEXA is another note.
-    assert_eq!(store.sessions_retrieving_note("01NOTEXA").unwrap(), vec![b.clone()]);
-    assert!(store.sessions_retrieving_note("01NOTE").unwrap().is_empty(), "whole ids only");
+    assert_eq!(
+        store.sessions_retrieving_note("01NOTEXA").unwrap(),
+        vec![b.clone()]
+    );
+    assert!(
+        store.sessions_retrieving_note("01NOTE").unwrap().is_empty(),
+        "whole ids only"
+    );
     assert_eq!(store.session_eval_run(&a).unwrap(), None);
 }
