@@ -125,8 +125,8 @@ fn session_ids(root: &Path) -> Vec<String> {
 }
 
 fn build_home() -> Home {
-    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("view-home-{}", std::process::id()));
+    // One fixed folder, replaced on each run, so runs do not pile up.
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("view-home");
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     let ws_parent = tempfile::tempdir().unwrap();
