@@ -476,7 +476,7 @@ fn compare_page(cmp: &Comparison) -> String {
         .unwrap_or_else(|| "—".into());
     let _ = write!(
         body,
-        "<table id=\"paired\"><tr><th>paired attempts</th><td class=\"num\">{}</td></tr><tr><th>resolve rate A → B</th><td class=\"num\">{} → {}</td></tr><tr><th>difference (paired bootstrap 95% CI, {} resamples)</th><td class=\"num\">{:+.1} points ({ci})</td></tr><tr><th>mean tokens B − A</th><td class=\"num\">{:+.0}</td></tr><tr><th>mean wall B − A</th><td class=\"num\">{:+.1}s</td></tr><tr><th>mean cost B − A</th><td class=\"num\">${:+.4}</td></tr></table>",
+        "<table id=\"paired\"><tr><th>paired attempts</th><td class=\"num\">{}</td></tr><tr><th>resolve rate A → B</th><td class=\"num\">{} → {}</td></tr><tr><th>difference (paired bootstrap 95% CI, {} resamples)</th><td class=\"num\">{:+.1} points ({ci})</td></tr><tr><th>mean tokens B − A</th><td class=\"num\">{:+.0}</td></tr><tr><th>mean wall B − A</th><td class=\"num\">{:+.1}s</td></tr><tr><th>mean cost B − A</th><td class=\"num\">{}</td></tr></table>",
         cmp.pairs.len(),
         pct(cmp.paired_rate_a),
         pct(cmp.paired_rate_b),
@@ -484,7 +484,7 @@ fn compare_page(cmp: &Comparison) -> String {
         cmp.rate_diff * 100.0,
         cmp.mean_tokens_diff,
         cmp.mean_wall_secs_diff,
-        cmp.mean_cost_diff
+        signed_dollars(cmp.mean_cost_diff)
     );
     for (title, list) in [
         ("Gained (B resolved, A did not)", &cmp.gained),
@@ -537,6 +537,11 @@ fn compare_page(cmp: &Comparison) -> String {
     }
     body.push_str("</table>");
     body
+}
+
+/// `+$0.0012` / `-$0.0012`.
+fn signed_dollars(v: f64) -> String {
+    format!("{}${:.4}", if v < 0.0 { '-' } else { '+' }, v.abs())
 }
 
 #[derive(Debug, Deserialize)]
