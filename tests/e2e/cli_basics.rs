@@ -75,6 +75,61 @@ fn a_malformed_agent_fails_with_file_line_and_column() {
     );
 }
 
+/// A copy of the default agent in the data home, changed by `edit`.
+fn custom_agent(env: &Env, edit: impl Fn(&std::path::Path)) -> String {
+    let agent = env.home.path().join("custom");
+    crate::harness::copy_dir(&crate::harness::fixture("../../agents/default"), &agent);
+    edit(&agent);
+    agent.to_str().unwrap().to_string()
+}
+
+fn replace_in(path: &std::path::Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} lacks {from}", path.display());
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+#[test]
+fn an_agent_lacking_a_tool_error_text_fails_check_and_run_with_file_and_key() {
+    let env = env(vec![]);
+    let agent = custom_agent(&env, |dir| {
+        let file = dir.join("tools/edit_file.toml");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let kept: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with("no_match ="))
+            .collect();
+        std::fs::write(&file, kept.join("\n")).unwrap();
+    });
+    let out = env.run(&["config", "check", &agent]);
+    assert_eq!(out.status.code(), Some(1));
+    let expected = "tools/edit_file.toml: [errors] has no `no_match`";
+    assert!(stdout(&out).contains(expected), "{}", stdout(&out));
+    // A session with it never starts: no model request is made.
+    let ws = env.ws();
+    let out = env.run(&["--agent", &agent, "run", ws.to_str().unwrap(), "--yes"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains(expected), "{}", stderr(&out));
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn config_check_reports_a_missing_or_repeated_extension() {
+    let env = env(vec![]);
+    let agent = custom_agent(&env, |dir| {
+        replace_in(
+            &dir.join("agent.toml"),
+            "\"tests\", \"finish\", \"memory\"",
+            "\"tests\", \"memory\", \"tests\"",
+        );
+    });
+    let out = env.run(&["config", "check", &agent]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("extension `finish` is required"), "{text}");
+    assert!(text.contains("extension `tests` is listed twice"), "{text}");
+}
+
 #[test]
 fn unknown_override_and_unknown_agent_are_clear_errors() {
     let env = env(vec![]);

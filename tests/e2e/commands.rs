@@ -68,7 +68,7 @@ fn allowlisted_commands_run_in_the_copy_and_the_rest_are_refused_and_recorded() 
         .filter_map(|e| match &e.event.kind {
             EventKind::CommandDecision {
                 decision, reason, ..
-            } => Some((decision.clone(), reason.clone())),
+            } => Some((decision.to_string(), reason.clone())),
             _ => None,
         })
         .collect();
@@ -167,7 +167,7 @@ fn a_person_at_the_terminal_decides_commands_the_policy_leaves_open() {
     let decisions: Vec<String> = events
         .iter()
         .filter_map(|e| match &e.event.kind {
-            EventKind::CommandDecision { decision, .. } => Some(decision.clone()),
+            EventKind::CommandDecision { decision, .. } => Some(decision.to_string()),
             _ => None,
         })
         .collect();

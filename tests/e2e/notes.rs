@@ -248,7 +248,7 @@ fn an_error_fixed_in_one_session_becomes_a_note_the_next_session_gets() {
         .filter(|e| e.kind == "notes_retrieved")
         .filter_map(|e| match &e.event.kind {
             quire_types::EventKind::NotesRetrieved { via, ids } if ids.contains(&id) => {
-                Some(via.clone())
+                Some(via.to_string())
             }
             _ => None,
         })

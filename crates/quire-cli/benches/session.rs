@@ -126,7 +126,7 @@ fn main() {
             EventKind::ToolResult { duration_ms, .. } => tool_ms += duration_ms,
             EventKind::TestRun {
                 phase, duration_ms, ..
-            } if phase == "post_apply" => test_ms += duration_ms,
+            } if *phase == quire_types::TestPhase::PostApply => test_ms += duration_ms,
             _ => {}
         }
     }

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
 use quire_core::{EventSink, SinkError};
-use quire_types::{Event, EventKind, Redactor};
+use quire_types::{Event, EventKind, MessageSource, NotesVia, Redactor, SessionStatus};
 
 /// ANSI styling, off when the output is not a terminal.
 #[derive(Clone, Copy)]
@@ -108,8 +108,8 @@ impl Renderer {
             EventKind::SystemPrompt { .. }
             | EventKind::ModelRequest { .. }
             | EventKind::HistoryReplaced { .. } => return None,
-            EventKind::UserMessage { source, content } => match source.as_str() {
-                "task" => return None,
+            EventKind::UserMessage { source, content } => match source {
+                MessageSource::Task => return None,
                 _ => format!(
                     "{} {}",
                     s.yellow(&format!("» {source}")),
@@ -221,9 +221,12 @@ impl Renderer {
                 "context {stage}: ~{tokens_before} → ~{tokens_after} tokens"
             )),
             EventKind::Error { message } => s.red(&format!("error: {message}")),
+            EventKind::Extension(payload) => {
+                s.dim(&format!("{} · {}", payload.extension, payload.event))
+            }
             // Reads show as the read_note call; the rest as one dim line.
-            EventKind::NotesRetrieved { via, ids } => match via.as_str() {
-                "read" => return None,
+            EventKind::NotesRetrieved { via, ids } => match via {
+                NotesVia::Read => return None,
                 _ => s.dim(&format!("notes ({via}): {}", ids.join(", "))),
             },
             EventKind::Sandbox { enforced, detail } => {
@@ -238,9 +241,10 @@ impl Renderer {
                 reason,
             } => {
                 let line = format!("command {decision} ({reason}): {}", first_line(command));
-                match decision.as_str() {
-                    "allowed" | "approved" => s.dim(&line),
-                    _ => s.yellow(&line),
+                if decision.runs() {
+                    s.dim(&line)
+                } else {
+                    s.yellow(&line)
                 }
             }
             EventKind::SessionEnded {
@@ -252,10 +256,10 @@ impl Renderer {
                 elapsed_ms,
                 cost_usd,
             } => {
-                let status_text = match status.as_str() {
-                    "completed" => s.green(status),
-                    "interrupted" => s.yellow(status),
-                    _ => s.red(status),
+                let status_text = match status {
+                    SessionStatus::Completed => s.green(status.as_str()),
+                    SessionStatus::Interrupted => s.yellow(status.as_str()),
+                    _ => s.red(status.as_str()),
                 };
                 format!(
                     "{} {status_text}: {outcome}\n{}",
@@ -428,7 +432,7 @@ mod tests {
     #[test]
     fn session_end_summarizes_totals() {
         let ev = Event::now(EventKind::SessionEnded {
-            status: "completed".into(),
+            status: SessionStatus::Completed,
             outcome: "applied".into(),
             usage: Usage {
                 prompt_tokens: 1200,

@@ -9,6 +9,7 @@ mod error;
 mod load;
 mod schema;
 mod template;
+mod texts;
 
 pub use error::ConfigError;
 pub use load::{AgentSource, Loader, Override, builtin_agent_files, locate_agent};
@@ -18,3 +19,4 @@ pub use schema::{
     TestsConfig, ToolCalling, ToolRoles, ToolText,
 };
 pub use template::render;
+pub use texts::{MissingText, ToolTexts};

@@ -125,7 +125,7 @@ async fn run(label: &str, overrides: &[&str]) -> Figures {
                 figures.server_peak = figures.server_peak.max(usage.prompt_tokens);
             }
             EventKind::Compaction { stage, usage, .. } => {
-                *figures.stages.entry(stage.clone()).or_default() += 1;
+                *figures.stages.entry(stage.to_string()).or_default() += 1;
                 if usage.prompt_tokens > 0 {
                     figures.summary_calls += 1;
                     figures.summary_tokens += usage.prompt_tokens;

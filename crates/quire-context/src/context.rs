@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use quire_config::{AgentConfig, render};
 use quire_core::{CoreError, Ctx, Extension};
 use quire_llm::ModelClient;
-use quire_types::{EventKind, Message, ModelRequest, Usage};
+use quire_types::{CompactionStage, EventKind, Message, ModelRequest, Usage};
 
 use crate::compact;
 use crate::tokens::TokenCounter;
@@ -21,6 +21,9 @@ struct ContextState {
     /// Size of the span whose summary failed last: a retry waits until the
     /// span has grown by the minimum gain, rather than failing every step.
     failed_span: Option<u64>,
+    /// Tokens of the last request besides the conversation (system prompt,
+    /// tools), for compacting when the provider refuses a request.
+    overhead: u64,
 }
 
 /// The numbers one request's compaction works with.
@@ -97,7 +100,7 @@ impl ContextExtension {
     fn commit(
         &self,
         ctx: &mut Ctx,
-        stage: &str,
+        stage: CompactionStage,
         before: u64,
         plan: &Plan,
         messages: Vec<Message>,
@@ -108,10 +111,10 @@ impl ContextExtension {
             Some((text, usage)) => (Some(text), usage),
             None => (None, Usage::default()),
         };
-        tracing::info!(stage, before, after, "context compacted");
+        tracing::info!(%stage, before, after, "context compacted");
         ctx.messages = messages;
         ctx.emit(EventKind::Compaction {
-            stage: stage.to_string(),
+            stage,
             tokens_before: before,
             tokens_after: after,
             summary,
@@ -126,7 +129,7 @@ impl ContextExtension {
     fn cheap_stage(
         &self,
         ctx: &mut Ctx,
-        stage: &str,
+        stage: CompactionStage,
         size: u64,
         plan: &Plan,
         next: Option<Vec<Message>>,
@@ -147,6 +150,7 @@ impl ContextExtension {
         config: &AgentConfig,
         size: u64,
         plan: &Plan,
+        force: bool,
     ) -> Result<Option<u64>, CoreError> {
         let c = &config.context;
         let recent = compact::turn_start(&ctx.messages, c.keep_recent_turns as usize);
@@ -160,7 +164,8 @@ impl ContextExtension {
                 .calibrated(self.counter.count_messages(&ctx.messages[start..end]));
             let after = size.saturating_sub(tokens) + u64::from(c.summary_max_tokens);
             let retry = failed.is_none_or(|f| tokens >= f + plan.min_gain);
-            (retry && plan.worth(size, after)).then_some(((start, end), tokens))
+            // Forced (the provider refused the request): whatever it frees.
+            (force || (retry && plan.worth(size, after))).then_some(((start, end), tokens))
         });
         let Some((span, tokens)) = span else {
             return Ok(None);
@@ -175,7 +180,7 @@ impl ContextExtension {
                 ));
                 let next = compact::replace_span(&ctx.messages, span, message);
                 let step = Some((summary, usage));
-                self.commit(ctx, "summary", size, plan, next, step)
+                self.commit(ctx, CompactionStage::Summary, size, plan, next, step)
                     .map(Some)
             }
             Err(reason) => {
@@ -188,7 +193,7 @@ impl ContextExtension {
                 let faded = faded_texts(config);
                 match compact::fade(&ctx.messages, recent, 0, true, &config.tool_roles, faded) {
                     Some(next) => self
-                        .commit(ctx, "fade_all", size, plan, next, None)
+                        .commit(ctx, CompactionStage::FadeAll, size, plan, next, None)
                         .map(Some),
                     None => Ok(None),
                 }
@@ -259,6 +264,22 @@ impl Extension for ContextExtension {
         Ok(())
     }
 
+    /// The provider refused a request as too long, so the local count was
+    /// short of its own: the architect summary runs whatever the thresholds
+    /// say (or, when it fails, all but the recent turns fade).
+    async fn on_context_overflow(&self, ctx: &mut Ctx) -> Result<bool, CoreError> {
+        let config = ctx.config.clone();
+        if !config.context.enabled {
+            return Ok(false);
+        }
+        let plan = Plan::new(&config, ctx.state.get_mut::<ContextState>().overhead);
+        let size = self.size(plan.overhead, &ctx.messages);
+        Ok(self
+            .summary_stage(ctx, &config, size, &plan, true)
+            .await?
+            .is_some())
+    }
+
     async fn on_input_messages(
         &self,
         ctx: &mut Ctx,
@@ -284,12 +305,12 @@ impl Extension for ContextExtension {
                 return Ok(());
             }
         };
-        let plan = Plan::new(
-            &config,
-            self.counter
-                .count_request(request)
-                .saturating_sub(self.counter.count_messages(&ctx.messages)),
-        );
+        let overhead = self
+            .counter
+            .count_request(request)
+            .saturating_sub(self.counter.count_messages(&ctx.messages));
+        ctx.state.get_mut::<ContextState>().overhead = overhead;
+        let plan = Plan::new(&config, overhead);
         let recent = compact::turn_start(&ctx.messages, c.keep_recent_turns as usize);
         let long = compact::turn_start(&ctx.messages, c.keep_error_turns as usize);
         let roles = &config.tool_roles;
@@ -301,7 +322,9 @@ impl Extension for ContextExtension {
         if plan.over(size, c.supersede_at) {
             let superseded = config.message("context_superseded");
             let next = compact::supersede(&ctx.messages, recent, roles, superseded);
-            if let Some(after) = self.cheap_stage(ctx, "supersede", size, &plan, next)? {
+            if let Some(after) =
+                self.cheap_stage(ctx, CompactionStage::Supersede, size, &plan, next)?
+            {
                 (size, changed) = (after, true);
             }
         }
@@ -314,19 +337,22 @@ impl Extension for ContextExtension {
                 roles,
                 faded_texts(&config),
             );
-            if let Some(after) = self.cheap_stage(ctx, "fade", size, &plan, next)? {
+            if let Some(after) = self.cheap_stage(ctx, CompactionStage::Fade, size, &plan, next)? {
                 (size, changed) = (after, true);
             }
         }
         if plan.over(size, c.summary_at)
-            && let Some(after) = self.summary_stage(ctx, &config, size, &plan).await?
+            && let Some(after) = self.summary_stage(ctx, &config, size, &plan, false).await?
         {
             (size, changed) = (after, true);
         }
         if size > plan.hard {
             let fits = |m: &[Message]| self.size(plan.overhead, m) <= plan.hard;
             if let Some(next) = compact::trim(&ctx.messages, fits, roles, faded_texts(&config)) {
-                (size, changed) = (self.commit(ctx, "trim", size, &plan, next, None)?, true);
+                (size, changed) = (
+                    self.commit(ctx, CompactionStage::Trim, size, &plan, next, None)?,
+                    true,
+                );
             }
             if size > plan.hard {
                 tracing::warn!(

@@ -6,7 +6,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use async_trait::async_trait;
 use quire_config::{AgentConfig, render};
 use quire_core::{Control, CoreError, Ctx, Extension, StepSummary};
-use quire_types::{Message, ToolCall};
+use quire_types::{Message, MessageSource, ToolCall};
 
 use crate::compact::edited_paths;
 use crate::memory::MemoryStore;
@@ -237,7 +237,7 @@ impl Extension for GuidanceExtension {
             }
         }
         for text in reminders {
-            ctx.push_user("reminder", text)?;
+            ctx.push_user(MessageSource::Reminder, text)?;
         }
         Ok(Control::Continue)
     }

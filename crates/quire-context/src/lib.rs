@@ -25,15 +25,19 @@ mod tokens;
 pub use context::ContextExtension;
 pub use error::ContextError;
 pub use guidance::GuidanceExtension;
-pub use memory::{MEMORY_TOOLS, MemoryEntry, MemoryExtension, MemoryStore, render_index};
+pub use memory::{
+    MEMORY_TEXTS, MEMORY_TOOLS, MemoryEntry, MemoryExtension, MemoryStore, render_index,
+};
 pub use tokens::TokenCounter;
 
-/// The tools each extension of this crate declares, by extension name, so a
-/// config can be checked without building a session.
-pub fn tools_by_extension() -> &'static [(&'static str, &'static [&'static str])] {
+use quire_config::ToolTexts;
+
+/// The tools each extension of this crate declares, with the texts they
+/// render, by extension name: a config is checked against them when it loads.
+pub fn texts_by_extension() -> &'static [(&'static str, &'static [ToolTexts])] {
     &[
         (ContextExtension::NAME, &[]),
-        (MemoryExtension::NAME, MEMORY_TOOLS),
+        (MemoryExtension::NAME, MEMORY_TEXTS),
         (GuidanceExtension::NAME, &[]),
     ]
 }
@@ -64,18 +68,7 @@ mod tests {
         ] {
             assert!(config.reminders.contains_key(key), "reminders.toml: {key}");
         }
-        let errors: &[(&str, &[&str])] = &[
-            ("memory_write", &["saved", "bad_path", "empty", "io"]),
-            ("memory_read", &["bad_path", "not_found", "io"]),
-            ("memory_list", &["empty", "io"]),
-            ("memory_delete", &["deleted", "bad_path", "not_found", "io"]),
-        ];
-        for (tool, keys) in errors {
-            let text = &config.tools[*tool];
-            for key in *keys {
-                assert!(text.errors.contains_key(*key), "tools/{tool}.toml: {key}");
-            }
-        }
+        assert_eq!(config.missing_tool_texts(super::MEMORY_TEXTS), Vec::new());
         for extension in ["context", "memory", "guidance"] {
             assert!(config.extensions.iter().any(|e| e == extension));
         }

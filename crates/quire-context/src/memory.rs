@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use async_trait::async_trait;
-use quire_config::{AgentConfig, render};
+use quire_config::{AgentConfig, ToolTexts, render};
 use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
 use quire_types::{Message, ModelRequest};
 
@@ -18,6 +18,25 @@ const LIST: &str = "memory_list";
 const DELETE: &str = "memory_delete";
 /// The tools of [`MemoryExtension`], for config checks.
 pub const MEMORY_TOOLS: &[&str] = &[WRITE, READ, LIST, DELETE];
+/// The `[errors]` keys each memory tool renders (checked when a config loads).
+pub const MEMORY_TEXTS: &[ToolTexts] = &[
+    ToolTexts {
+        tool: WRITE,
+        errors: &["saved", "bad_path", "empty", "io"],
+    },
+    ToolTexts {
+        tool: READ,
+        errors: &["bad_path", "not_found", "io"],
+    },
+    ToolTexts {
+        tool: LIST,
+        errors: &["empty", "io"],
+    },
+    ToolTexts {
+        tool: DELETE,
+        errors: &["deleted", "bad_path", "not_found", "io"],
+    },
+];
 
 /// Descriptions given to `memory_write`, keyed by note path. Hidden from the
 /// tree (a leading dot).

@@ -14,7 +14,7 @@ use common::*;
 use quire_core::Interrupt;
 use quire_session::EndReason;
 use quire_testkit::{Fault, RecordedRequest, Reply, Script, ScriptedCall, call};
-use quire_types::{Event, EventKind};
+use quire_types::{Event, EventKind, MessageSource};
 use serde_json::{Value, json};
 
 const TASK: &str = "Fix the helpers.";
@@ -415,7 +415,7 @@ async fn a_repeated_call_is_reminded_then_stopped() {
     let reminders = events
         .iter()
         .filter(
-            |e| matches!(&e.kind, EventKind::UserMessage { source, .. } if source == "reminder"),
+            |e| matches!(&e.kind, EventKind::UserMessage { source, .. } if *source == MessageSource::Reminder),
         )
         .count();
     assert_eq!(reminders, 2);
@@ -564,4 +564,74 @@ async fn over_the_window_the_oldest_turns_are_trimmed_and_pairs_kept() {
     for request in &requests {
         assert!(text(&request.messages()[1]).contains(TASK));
     }
+}
+
+/// What an OpenAI-compatible server answers to a request over its window.
+const OVERFLOW_BODY: &str = r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9100 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+
+/// Serves `steps` like [`script`], but refuses agent requests number
+/// `from..from + count` (0-based) as over the model's window.
+fn overflow_script(steps: Vec<ScriptedCall>, from: usize, count: usize) -> Script {
+    let requests = AtomicUsize::new(0);
+    let served = AtomicUsize::new(0);
+    Script::from_fn(move |request, _| {
+        if is_summary(request) {
+            return Reply::text(SUMMARY);
+        }
+        let n = requests.fetch_add(1, Ordering::SeqCst);
+        if (from..from.saturating_add(count)).contains(&n) {
+            return Reply::Fault(Fault::Status(400, OVERFLOW_BODY.to_string()));
+        }
+        let i = served.fetch_add(1, Ordering::SeqCst);
+        Reply::ToolCalls(vec![steps.get(i).cloned().unwrap_or_else(finish)])
+    })
+}
+
+#[tokio::test]
+async fn a_request_over_the_window_is_summarised_and_sent_again() {
+    let (files, steps) = long_session();
+    // The default budget: the local count never asks for compaction, only
+    // the provider's refusal does.
+    let s = Session::start(&files, &[], overflow_script(steps, 8, 1), 1).await;
+    let report = s.run(TASK).await;
+    assert_eq!(report.reason, EndReason::Applied, "{}", report.outcome);
+    s.server.assert_clean();
+    let events = s.events(&report);
+    assert_eq!(stages(&events), vec!["summary".to_string()]);
+    assert_eq!(s.summary_requests().len(), 1);
+    // The request sent again (the 10th) carries the summary in place of the
+    // older history; the refused one did not.
+    let requests = s.agent_requests();
+    let has_summary = |r: &RecordedRequest| {
+        conversation(r, INDEX_MARKER)
+            .iter()
+            .any(|m| text(m).contains(SUMMARY_MARKER))
+    };
+    assert!(!has_summary(&requests[8]));
+    assert!(has_summary(&requests[9]));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::Error { .. })),
+        "no error recorded"
+    );
+}
+
+#[tokio::test]
+async fn a_request_still_over_the_window_after_compacting_ends_with_the_reason() {
+    let (files, steps) = long_session();
+    let s = Session::start(&files, &[], overflow_script(steps, 8, usize::MAX), 1).await;
+    let report = s.run(TASK).await;
+    assert_eq!(report.reason, EndReason::ModelError, "{}", report.outcome);
+    assert!(
+        report.outcome.contains("context window")
+            && report
+                .outcome
+                .contains("still too long after compacting once"),
+        "{}",
+        report.outcome
+    );
+    // One summary, one retry: 8 served, the refused one and its retry.
+    assert_eq!(s.summary_requests().len(), 1);
+    assert_eq!(s.agent_requests().len(), 10);
 }

@@ -3,7 +3,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use quire_config::AgentConfig;
-use quire_types::{Event, EventKind, Message, Usage};
+use quire_types::{Event, EventKind, Message, MessageSource, Usage};
 
 use crate::estimate::{CharEstimator, TokenEstimator};
 use crate::sink::{EventSink, SinkError};
@@ -77,10 +77,14 @@ impl Ctx {
     }
 
     /// Adds a user-role message to the conversation and records it.
-    pub fn push_user(&mut self, source: &str, content: impl Into<String>) -> Result<(), SinkError> {
+    pub fn push_user(
+        &mut self,
+        source: MessageSource,
+        content: impl Into<String>,
+    ) -> Result<(), SinkError> {
         let content = content.into();
         self.emit(EventKind::UserMessage {
-            source: source.to_string(),
+            source,
             content: content.clone(),
         })?;
         self.messages.push(Message::user(content));

@@ -70,13 +70,13 @@ pub fn pair_tool_calls(messages: &mut Vec<Message>, placeholder: &str) -> Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quire_types::{ToolCall, ToolResultViews, Usage};
+    use quire_types::{CompactionStage, MessageSource, ToolCall, ToolResultViews, Usage};
 
     #[test]
     fn history_is_rebuilt_from_events_in_agent_view() {
         let events = vec![
             Event::now(EventKind::UserMessage {
-                source: "task".into(),
+                source: MessageSource::Task,
                 content: "fix it".into(),
             }),
             Event::now(EventKind::ModelResponse {
@@ -107,15 +107,15 @@ mod tests {
     fn a_compaction_replaces_the_history_and_later_events_extend_it() {
         let events = vec![
             Event::now(EventKind::UserMessage {
-                source: "task".into(),
+                source: MessageSource::Task,
                 content: "fix it".into(),
             }),
             Event::now(EventKind::UserMessage {
-                source: "reminder".into(),
+                source: MessageSource::Reminder,
                 content: "long gone".into(),
             }),
             Event::now(EventKind::Compaction {
-                stage: "summary".into(),
+                stage: CompactionStage::Summary,
                 tokens_before: 10,
                 tokens_after: 5,
                 summary: Some("s".into()),
@@ -123,7 +123,7 @@ mod tests {
                 messages: vec![Message::user("fix it"), Message::user("summary")],
             }),
             Event::now(EventKind::UserMessage {
-                source: "feedback".into(),
+                source: MessageSource::Feedback,
                 content: "more".into(),
             }),
         ];

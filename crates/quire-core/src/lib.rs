@@ -21,6 +21,7 @@ pub use estimate::{CharEstimator, TokenEstimator};
 pub use history::{pair_tool_calls, rebuild_history};
 pub use interrupt::Interrupt;
 pub use run::{
-    Action, Agent, Control, Extension, LoopOutcome, ProtocolFailure, StepSummary, ToolOutput,
+    Action, Agent, Control, Extension, LoopOutcome, ProtocolFailure, StepCall, StepSummary,
+    ToolOutput,
 };
 pub use sink::{EventSink, MemorySink, NullSink, SinkError};

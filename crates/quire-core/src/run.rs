@@ -4,9 +4,10 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use quire_config::{AgentConfig, render};
-use quire_llm::ModelClient;
+use quire_llm::{LlmError, ModelClient};
 use quire_types::{
-    EventKind, Message, ModelRequest, ModelResponse, ToolCall, ToolResultViews, ToolSpec,
+    EventKind, Message, MessageSource, ModelRequest, ModelResponse, ToolCall, ToolResultViews,
+    ToolSpec,
 };
 
 use crate::context::Ctx;
@@ -73,8 +74,17 @@ impl ToolOutput {
 /// What happened in one step, for `after_step` callbacks.
 #[derive(Debug, Clone, Default)]
 pub struct StepSummary {
-    /// (tool name, raw arguments, was an error) for each call, in order.
-    pub calls: Vec<(String, String, bool)>,
+    /// Each call of the step, in order.
+    pub calls: Vec<StepCall>,
+}
+
+/// One call of a step and whether its result was an error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepCall {
+    pub name: String,
+    /// The raw arguments, as the model sent them.
+    pub arguments: String,
+    pub is_error: bool,
 }
 
 /// The model's reply could not be turned into actions; the text is the
@@ -107,6 +117,13 @@ pub trait Extension: Send + Sync {
         _request: &mut ModelRequest,
     ) -> Result<(), CoreError> {
         Ok(())
+    }
+
+    /// The provider refused the request as longer than its context window.
+    /// An extension that can shrink the conversation for good (compaction)
+    /// does so here and returns true; the loop then retries the call once.
+    async fn on_context_overflow(&self, _ctx: &mut Ctx) -> Result<bool, CoreError> {
+        Ok(false)
     }
 
     /// Interprets the model's reply: may rewrite it (e.g. parse text-protocol
@@ -233,22 +250,10 @@ impl Agent {
             // An iteration counts once the model has answered, so a call cut
             // short by an interrupt or a kill is made again on resume.
             let iteration = ctx.iteration + 1;
-            // Extensions may call a model here (compaction), so it is interruptible too.
-            let request = tokio::select! {
-                r = self.build_request(ctx) => r?,
-                _ = interrupt.triggered() => return Ok(LoopOutcome::Interrupted),
-            };
-            let estimated_tokens = ctx.estimator.estimate(&request);
-            ctx.emit(EventKind::ModelRequest {
-                iteration,
-                messages: request.messages.len(),
-                tools: request.tools.len(),
-                estimated_tokens,
-            })?;
-            let started = Instant::now();
-            let mut response = tokio::select! {
-                r = self.client.complete(&request) => r?,
-                _ = interrupt.triggered() => return Ok(LoopOutcome::Interrupted),
+            let Some((mut response, estimated_tokens, started)) =
+                self.call_model(ctx, iteration, interrupt).await?
+            else {
+                return Ok(LoopOutcome::Interrupted);
             };
             if response.usage.prompt_tokens > 0 {
                 ctx.estimator
@@ -273,7 +278,7 @@ impl Agent {
 
             let (step, control) = match repair {
                 Some(failure) => {
-                    ctx.push_user("protocol_repair", failure.0.clone())?;
+                    ctx.push_user(MessageSource::ProtocolRepair, failure.0.clone())?;
                     (StepSummary::default(), self.note_repair(ctx, &failure.0)?)
                 }
                 None => self.act(ctx, &response.tool_calls, interrupt).await?,
@@ -286,6 +291,77 @@ impl Agent {
             }
         }
         Ok(LoopOutcome::IterationCap)
+    }
+
+    /// Builds the request and calls the model; `None` when interrupted. A
+    /// request the provider finds longer than its window is compacted and
+    /// sent once more; a second refusal ends the run with the reason.
+    async fn call_model(
+        &self,
+        ctx: &mut Ctx,
+        iteration: u32,
+        interrupt: &Interrupt,
+    ) -> Result<Option<(ModelResponse, u64, Instant)>, CoreError> {
+        let mut compacted = false;
+        loop {
+            // Extensions may call a model here (compaction), so it is interruptible too.
+            let request = tokio::select! {
+                r = self.build_request(ctx) => r?,
+                _ = interrupt.triggered() => return Ok(None),
+            };
+            let estimated_tokens = ctx.estimator.estimate(&request);
+            ctx.emit(EventKind::ModelRequest {
+                iteration,
+                messages: request.messages.len(),
+                tools: request.tools.len(),
+                estimated_tokens,
+            })?;
+            let started = Instant::now();
+            let result = tokio::select! {
+                r = self.client.complete(&request) => r,
+                _ = interrupt.triggered() => return Ok(None),
+            };
+            match result {
+                Ok(response) => return Ok(Some((response, estimated_tokens, started))),
+                Err(LlmError::ContextLengthExceeded { detail }) if !compacted => {
+                    tracing::warn!(%detail, "the request is over the model's window; compacting");
+                    compacted = self.shrink_for_overflow(ctx, interrupt).await?;
+                    if interrupt.is_triggered() {
+                        return Ok(None);
+                    }
+                    if !compacted {
+                        return Err(LlmError::ContextLengthExceeded {
+                            detail: format!("{detail} (nothing could compact the conversation)"),
+                        }
+                        .into());
+                    }
+                }
+                Err(LlmError::ContextLengthExceeded { detail }) => {
+                    return Err(LlmError::ContextLengthExceeded {
+                        detail: format!("{detail} (still too long after compacting once)"),
+                    }
+                    .into());
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// Asks every extension to shrink the conversation; true if one did.
+    async fn shrink_for_overflow(
+        &self,
+        ctx: &mut Ctx,
+        interrupt: &Interrupt,
+    ) -> Result<bool, CoreError> {
+        let mut shrunk = false;
+        for ext in &self.extensions {
+            let done = tokio::select! {
+                r = ext.on_context_overflow(ctx) => r?,
+                _ = interrupt.triggered() => return Ok(shrunk),
+            };
+            shrunk |= done;
+        }
+        Ok(shrunk)
     }
 
     async fn build_request(&self, ctx: &mut Ctx) -> Result<ModelRequest, CoreError> {
@@ -371,8 +447,11 @@ impl Agent {
                 control = output.control.clone();
             }
             self.record(ctx, call, &output, started.elapsed().as_millis() as u64)?;
-            step.calls
-                .push((call.name.clone(), call.arguments.clone(), output.is_error));
+            step.calls.push(StepCall {
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                is_error: output.is_error,
+            });
         }
         if valid > 0 {
             ctx.protocol_repairs = 0;

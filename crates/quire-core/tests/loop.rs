@@ -12,7 +12,7 @@ use quire_core::{
 };
 use quire_llm::{ClientSettings, Provider, build_client};
 use quire_testkit::{Fault, Reply, Script, ScriptedServer, call};
-use quire_types::EventKind;
+use quire_types::{EventKind, MessageSource};
 use serde_json::json;
 
 /// Owns `read_file` (echoes the path) and `finish`.
@@ -72,7 +72,7 @@ fn agent(server: &ScriptedServer, config: &AgentConfig, provider: Provider, stre
 
 fn ctx(config: Arc<AgentConfig>, sink: Arc<MemorySink>) -> Ctx {
     let mut ctx = Ctx::new(config, sink);
-    ctx.push_user("task", "Fix the bug.").unwrap();
+    ctx.push_user(MessageSource::Task, "Fix the bug.").unwrap();
     ctx
 }
 

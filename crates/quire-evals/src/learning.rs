@@ -185,7 +185,7 @@ impl NotesUse {
         let mut total_chars = 0u64;
         for event in events {
             match &event.kind {
-                EventKind::UserMessage { source, content } if source == START_LIST_SOURCE => {
+                EventKind::UserMessage { source, content } if *source == START_LIST_SOURCE => {
                     block_chars += content.chars().count() as u64;
                 }
                 EventKind::ToolCallStarted { name, .. }
@@ -201,7 +201,7 @@ impl NotesUse {
                 EventKind::NotesRetrieved { via: how, ids } => {
                     for id in ids {
                         push_unique(&mut out.shown, id);
-                        if how == via::READ {
+                        if *how == via::READ {
                             push_unique(&mut out.read, id);
                             // Read before the first request: inlined in the start list.
                             if requests == 0 {

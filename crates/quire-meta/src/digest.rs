@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use quire_store::{EvalResultRow, EvalResultStatus, Store};
-use quire_types::EventKind;
+use quire_types::{EventKind, MessageSource};
 
 /// Characters kept of one excerpt.
 const EXCERPT: usize = 300;
@@ -131,7 +131,10 @@ pub fn digest(store: &Store, result: &EvalResultRow) -> String {
                             Some(format!("- protocol repair: {}", clip(&reason, EXCERPT)))
                         }
                         EventKind::UserMessage { source, content }
-                            if source == "reminder" || source == "post_apply_failure" =>
+                            if matches!(
+                                source,
+                                MessageSource::Reminder | MessageSource::PostApplyFailure
+                            ) =>
                         {
                             Some(format!("- {source}: {}", clip(&content, EXCERPT)))
                         }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use quire_config::{AgentConfig, render};
-use quire_types::{Event, EventKind, Redactor};
+use quire_types::{Event, EventKind, MessageSource, Redactor, TestPhase};
 
 use crate::facts::SessionFacts;
 
@@ -154,7 +154,7 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
                 } else {
                     Outcome::TestsPassed(first_line(text))
                 };
-                if phase == "agent"
+                if *phase == TestPhase::Agent
                     && let Some(step) = steps
                         .iter_mut()
                         .rev()
@@ -194,7 +194,10 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
                 }
             }
             EventKind::UserMessage { source, content }
-                if source == "feedback" || source == "post_apply_failure" =>
+                if matches!(
+                    source,
+                    MessageSource::Feedback | MessageSource::PostApplyFailure
+                ) =>
             {
                 steps.push(Step {
                     line: format!("{source}: {}", cap(&one_line(content), limits.error)),
@@ -212,7 +215,7 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
             EventKind::Approval { decision, feedback } => {
                 approval = Some(match feedback {
                     Some(f) => format!("{decision}: {}", one_line(f)),
-                    None => decision.clone(),
+                    None => decision.to_string(),
                 });
             }
             EventKind::RolledBack { reason, .. } => {
@@ -601,7 +604,7 @@ mod tests {
 
     fn test_run(passed: bool, digest: &str) -> Event {
         ev(EventKind::TestRun {
-            phase: "agent".into(),
+            phase: TestPhase::Agent,
             command: "pytest".into(),
             exit_code: Some(if passed { 0 } else { 1 }),
             passed: Some(1),
@@ -626,7 +629,7 @@ mod tests {
                 model: "m".into(),
             }),
             ev(EventKind::UserMessage {
-                source: "task".into(),
+                source: MessageSource::Task,
                 content: "the task".into(),
             }),
         ];
@@ -669,14 +672,14 @@ mod tests {
             files: vec!["pytest.ini".into()],
         }));
         events.push(ev(EventKind::Approval {
-            decision: "approved".into(),
+            decision: quire_types::ApprovalDecision::Approved,
             feedback: None,
         }));
         events.push(ev(EventKind::Applied {
             files: vec!["pytest.ini".into()],
         }));
         events.push(ev(EventKind::SessionEnded {
-            status: "completed".into(),
+            status: quire_types::SessionStatus::Completed,
             outcome: "applied 1 file(s): set pythonpath".into(),
             usage: Usage::default(),
             iterations: 6,

@@ -19,7 +19,7 @@ use quire_core::extensions::ProtocolExtension;
 use quire_core::{Agent, CoreError, Ctx, EventSink, Extension, Interrupt, LoopOutcome, SinkError};
 use quire_llm::ModelClient;
 use quire_store::{DistillJob, Store, StoreError};
-use quire_types::{Event, EventKind, Redactor, SessionId, Usage};
+use quire_types::{Event, EventKind, MessageSource, Redactor, SessionId, Usage};
 use serde::Serialize;
 
 use crate::digest::{DigestOptions, digest};
@@ -471,7 +471,8 @@ impl Distiller {
                 &[("notes", &existing)],
             ));
         }
-        ctx.push_user("digest", first).map_err(CoreError::from)?;
+        ctx.push_user(MessageSource::Digest, first)
+            .map_err(CoreError::from)?;
         agent.start(&mut ctx).await?;
         let outcome = agent.run(&mut ctx, interrupt).await?;
         let written = ctx.state.get_mut::<NoteTakerState>().written.clone();

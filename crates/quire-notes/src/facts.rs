@@ -14,14 +14,15 @@ pub const READ_NOTE: &str = "read_note";
 
 /// How a note reached the session (`NotesRetrieved` events' `via`).
 pub mod via {
+    use quire_types::NotesVia;
     /// Listed in the message after the task.
-    pub const START: &str = "start";
+    pub const START: NotesVia = NotesVia::Start;
     /// Returned by `search_notes`.
-    pub const SEARCH: &str = "search";
+    pub const SEARCH: NotesVia = NotesVia::Search;
     /// Offered next to a failing tool result.
-    pub const ERROR: &str = "error";
+    pub const ERROR: NotesVia = NotesVia::Error;
     /// Read in full with `read_note`.
-    pub const READ: &str = "read";
+    pub const READ: NotesVia = NotesVia::Read;
 }
 
 /// How a session's outcome credits the notes it read.
@@ -88,7 +89,7 @@ impl SessionFacts {
                 EventKind::NotesRetrieved { via: how, ids } => {
                     for id in ids {
                         push_unique(&mut facts.shown, id);
-                        if how == via::READ {
+                        if *how == via::READ {
                             push_unique(&mut facts.read, id);
                         }
                     }
@@ -98,7 +99,7 @@ impl SessionFacts {
                 EventKind::SessionEnded {
                     status, outcome, ..
                 } => {
-                    facts.status = Some(status.clone());
+                    facts.status = Some(status.to_string());
                     facts.outcome = Some(outcome.clone());
                     facts.model_error = last_error
                         .as_deref()
@@ -131,9 +132,9 @@ impl SessionFacts {
 }
 
 /// The event recording that notes reached the session.
-pub(crate) fn retrieval_event(how: &str, ids: &[String]) -> EventKind {
+pub(crate) fn retrieval_event(how: quire_types::NotesVia, ids: &[String]) -> EventKind {
     EventKind::NotesRetrieved {
-        via: how.to_string(),
+        via: how,
         ids: ids.to_vec(),
     }
 }
@@ -151,7 +152,7 @@ mod tests {
 
     fn ended(status: &str) -> Event {
         Event::now(EventKind::SessionEnded {
-            status: status.into(),
+            status: status.parse().unwrap(),
             outcome: "o".into(),
             usage: Usage::default(),
             iterations: 1,

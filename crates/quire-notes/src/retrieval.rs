@@ -28,7 +28,7 @@ use std::sync::{Arc, OnceLock};
 use async_trait::async_trait;
 use quire_config::{AgentConfig, render};
 use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
-use quire_types::{Message, Redactor};
+use quire_types::{Message, MessageSource, NotesVia, Redactor};
 
 use crate::facts::{READ_NOTE, retrieval_event, via};
 use crate::handle::{Notes, NotesPaths};
@@ -39,7 +39,7 @@ use crate::stale::stale_reason;
 
 const SEARCH_NOTES: &str = "search_notes";
 /// The `UserMessage` source of the start list, for figures read from events.
-pub const START_LIST_SOURCE: &str = "notes";
+pub const START_LIST_SOURCE: MessageSource = MessageSource::Notes;
 /// The retrieval tools, for config checks.
 pub const RETRIEVAL_TOOLS: &[&str] = &[SEARCH_NOTES, READ_NOTE];
 /// Hits `search_notes` returns.
@@ -568,7 +568,7 @@ fn history_uses_notes(config: &AgentConfig, messages: &[Message]) -> bool {
 }
 
 /// Notes reached the session: kept in state and recorded as an event.
-fn record(ctx: &mut Ctx, how: &str, ids: &[String]) {
+fn record(ctx: &mut Ctx, how: NotesVia, ids: &[String]) {
     if ids.is_empty() {
         return;
     }
@@ -913,7 +913,7 @@ mod tests {
         let vias: Vec<String> = events
             .iter()
             .filter_map(|e| match &e.kind {
-                quire_types::EventKind::NotesRetrieved { via, .. } => Some(via.clone()),
+                quire_types::EventKind::NotesRetrieved { via, .. } => Some(via.to_string()),
                 _ => None,
             })
             .collect();
@@ -1165,7 +1165,7 @@ mod tests {
             .events()
             .iter()
             .filter_map(|e| match &e.kind {
-                quire_types::EventKind::NotesRetrieved { via, .. } => Some(via.clone()),
+                quire_types::EventKind::NotesRetrieved { via, .. } => Some(via.to_string()),
                 _ => None,
             })
             .collect();

@@ -116,7 +116,7 @@ mod tests {
                 files: vec!["src/a.py".into()],
             }),
             Event::now(EventKind::SessionEnded {
-                status: "completed".into(),
+                status: quire_types::SessionStatus::Completed,
                 outcome: "applied".into(),
                 usage: Default::default(),
                 iterations: 3,
@@ -188,7 +188,7 @@ mod tests {
             .iter()
             .cloned()
             .chain([Event::now(EventKind::SessionEnded {
-                status: "failed".into(),
+                status: quire_types::SessionStatus::Failed,
                 outcome: "tests failed".into(),
                 usage: Default::default(),
                 iterations: 3,

@@ -161,7 +161,7 @@ fn session_events(read_notes: &[&str], status: &str) -> Vec<Event> {
         files: vec!["pytest.ini".into()],
     }));
     events.push(ev(EventKind::SessionEnded {
-        status: status.into(),
+        status: status.parse().unwrap(),
         outcome: "done".into(),
         usage: Usage::default(),
         iterations: 3,

@@ -7,7 +7,7 @@ use quire_core::{Agent, Ctx, EventSink, Interrupt, LoopOutcome, pair_tool_calls,
 use quire_llm::ModelClient;
 use quire_notes::NotesPaths;
 use quire_store::{NewSession, SessionRow, SessionStatus, Store, Totals};
-use quire_types::{EventKind, Redactor, SessionId};
+use quire_types::{ApprovalDecision, EventKind, MessageSource, Redactor, SessionId, TestPhase};
 use quire_workspace::{SessionCopy, digest_test_output, run_command, unified_diff};
 
 use crate::approval::{Approver, Decision, ProposedChange};
@@ -88,6 +88,7 @@ impl Runner {
         config: Arc<AgentConfig>,
         client: Arc<dyn ModelClient>,
     ) -> Result<Runner, SessionError> {
+        crate::registry::check_texts(&config)?;
         let mut redactor = Redactor::new();
         redactor.add_env_secrets(config.secret_env_names());
         let store = Store::open(&home.db_path())?.with_redactor(redactor.clone());
@@ -163,10 +164,7 @@ impl Runner {
         &self,
         f: impl FnOnce(&Store) -> Result<T, quire_store::StoreError>,
     ) -> Result<T, SessionError> {
-        let store = self
-            .store
-            .lock()
-            .map_err(|_| SessionError::Copy("store lock poisoned".into()))?;
+        let store = self.store.lock().map_err(|_| SessionError::StorePoisoned)?;
         Ok(f(&store)?)
     }
 
@@ -186,10 +184,8 @@ impl Runner {
         let id = SessionId::new();
         let dir = self.home.session_dir(id.as_str());
         let work = dir.join("work");
-        let copy = SessionCopy::create(&info.root, &work)
-            .map_err(|e| SessionError::Copy(e.to_string()))?;
-        copy.save_manifest(&dir.join("manifest.json"))
-            .map_err(|e| SessionError::Copy(e.to_string()))?;
+        let copy = SessionCopy::create(&info.root, &work)?;
+        copy.save_manifest(&dir.join("manifest.json"))?;
         let copy = Arc::new(copy);
         self.with_store(|s| {
             s.create_session(&NewSession {
@@ -222,7 +218,7 @@ impl Runner {
         let (enforced, detail) = quire_tools::sandbox_note(&self.config);
         ctx.emit(EventKind::Sandbox { enforced, detail })?;
         let first = self.first_message(&info, &copy);
-        ctx.push_user("task", first)?;
+        ctx.push_user(MessageSource::Task, first)?;
         let agent = self.agent(&id, &copy, &info, &options.approver)?;
         agent.start(&mut ctx).await?;
         let mut live = Live {
@@ -256,8 +252,7 @@ impl Runner {
             Path::new(&row.workspace),
             Path::new(&row.work_dir),
             &dir.join("manifest.json"),
-        )
-        .map_err(|e| SessionError::Copy(e.to_string()))?;
+        )?;
         let copy = Arc::new(copy);
         let test_command = row
             .metadata
@@ -381,10 +376,7 @@ impl Runner {
                     return self.end(live, EndReason::Interrupted, message, None);
                 }
             };
-            let changes = live
-                .copy
-                .changes()
-                .map_err(|e| SessionError::Copy(e.to_string()))?;
+            let changes = live.copy.changes()?;
             let diff = unified_diff(&changes);
             let files: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
             live.ctx.emit(EventKind::Patch {
@@ -412,12 +404,12 @@ impl Runner {
                 }
             };
             let (name, feedback) = match &decision {
-                Decision::Approve => ("approved", None),
-                Decision::Reject => ("rejected", None),
-                Decision::Feedback(text) => ("feedback", Some(text.clone())),
+                Decision::Approve => (ApprovalDecision::Approved, None),
+                Decision::Reject => (ApprovalDecision::Rejected, None),
+                Decision::Feedback(text) => (ApprovalDecision::Feedback, Some(text.clone())),
             };
             live.ctx.emit(EventKind::Approval {
-                decision: name.into(),
+                decision: name,
                 feedback: feedback.clone(),
             })?;
             match decision {
@@ -434,7 +426,7 @@ impl Runner {
                         live.ctx.config.message("user_feedback"),
                         &[("feedback", &text)],
                     );
-                    live.ctx.push_user("feedback", message)?;
+                    live.ctx.push_user(MessageSource::Feedback, message)?;
                     continue;
                 }
                 Decision::Approve if !options.apply => {
@@ -480,7 +472,8 @@ impl Runner {
                         live.ctx.config.message("post_apply_failed"),
                         &[("digest", &digest)],
                     );
-                    live.ctx.push_user("post_apply_failure", message)?;
+                    live.ctx
+                        .push_user(MessageSource::PostApplyFailure, message)?;
                 }
             }
         }
@@ -503,9 +496,7 @@ impl Runner {
             files: files.clone(),
         })?;
         let Some(command) = live.info.test_command.clone() else {
-            applied
-                .commit()
-                .map_err(|e| SessionError::Copy(e.to_string()))?;
+            applied.commit()?;
             return Ok(Verified::Applied);
         };
         let tests = &live.ctx.config.tests;
@@ -517,13 +508,11 @@ impl Runner {
             sandbox: quire_tools::process_sandbox(&live.ctx.config, &live.info.root),
         };
         let started = Instant::now();
-        let output = run_command(&command, &live.info.root, &opts)
-            .await
-            .map_err(|e| SessionError::Copy(e.to_string()))?;
+        let output = run_command(&command, &live.info.root, &opts).await?;
         let digest = digest_test_output(&output.output, output.exit_code);
         let passed = output.exit_code == Some(0) && !output.timed_out;
         live.ctx.emit(EventKind::TestRun {
-            phase: "post_apply".into(),
+            phase: TestPhase::PostApply,
             command,
             exit_code: output.exit_code,
             passed: digest.passed,
@@ -534,14 +523,10 @@ impl Runner {
             duration_ms: started.elapsed().as_millis() as u64,
         })?;
         if passed {
-            applied
-                .commit()
-                .map_err(|e| SessionError::Copy(e.to_string()))?;
+            applied.commit()?;
             return Ok(Verified::Applied);
         }
-        applied
-            .rollback()
-            .map_err(|e| SessionError::Copy(e.to_string()))?;
+        applied.rollback()?;
         live.ctx.emit(EventKind::RolledBack {
             files,
             reason: "post-apply tests failed".into(),
@@ -567,7 +552,7 @@ impl Runner {
             elapsed_ms: live.elapsed_before + live.started.elapsed().as_millis() as u64,
         };
         ctx.emit(EventKind::SessionEnded {
-            status: status.to_string(),
+            status,
             outcome: outcome.clone(),
             usage: totals.usage,
             iterations: totals.iterations,
@@ -654,11 +639,8 @@ fn restore_unverified_apply(backup: &Path) -> Result<(), SessionError> {
         return Ok(());
     }
     tracing::warn!(backup = %backup.display(), "rolling back a change applied by a process that died before verifying it");
-    let applied = quire_workspace::AppliedChange::load(backup)
-        .map_err(|e| SessionError::Copy(e.to_string()))?;
-    applied
-        .rollback()
-        .map_err(|e| SessionError::Copy(e.to_string()))
+    let applied = quire_workspace::AppliedChange::load(backup)?;
+    Ok(applied.rollback()?)
 }
 
 fn check_resumable(row: &SessionRow) -> Result<(), SessionError> {

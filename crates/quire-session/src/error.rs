@@ -20,16 +20,32 @@ pub enum SessionError {
     Core(#[from] quire_core::CoreError),
     #[error("could not record the trajectory: {0}")]
     Sink(#[from] quire_core::SinkError),
+    /// The session copy, or applying to and restoring the original.
     #[error("session copy: {0}")]
-    Copy(String),
+    Copy(#[from] quire_workspace::WorkspaceError),
+    #[error("could not run the tests in the original: {0}")]
+    Process(#[from] quire_workspace::ProcessError),
+    /// A thread panicked while it held the store.
+    #[error("the trajectory store is unusable: a thread panicked while writing to it")]
+    StorePoisoned,
     #[error("unknown extension `{name}` in the agent config (known: {known})")]
     UnknownExtension { name: String, known: String },
     #[error("agent config: {0}")]
     ExtensionOrder(String),
+    #[error("agent config lacks texts its tools render:\n{}", list_lines(.0))]
+    MissingTexts(Vec<quire_config::MissingText>),
     #[error("no session matches `{0}`")]
     SessionNotFound(String),
     #[error("session {id} cannot be resumed: {reason}")]
     NotResumable { id: String, reason: String },
     #[error("approval failed: {0}")]
     Approval(String),
+}
+
+fn list_lines(missing: &[quire_config::MissingText]) -> String {
+    missing
+        .iter()
+        .map(|m| format!("  {m}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -17,8 +17,8 @@ pub use driver::{EndReason, NotesWrites, RunOptions, Runner, SessionReport};
 pub use error::SessionError;
 pub use home::DataHome;
 pub use registry::{
-    KNOWN_EXTENSIONS, REQUIRED_EXTENSIONS, SessionParts, build_extensions, extension_list_problems,
-    order_problems, tools_by_extension,
+    KNOWN_EXTENSIONS, REQUIRED_EXTENSIONS, SessionParts, build_extensions, config_problems,
+    extension_list_problems, order_problems, texts_by_extension,
 };
 pub use sink::StoreSink;
 pub use workspace_info::{WorkspaceChoices, WorkspaceInfo};

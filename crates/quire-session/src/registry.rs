@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use quire_config::AgentConfig;
+use quire_config::{AgentConfig, MissingText, ToolTexts};
 use quire_context::{
     ContextExtension, GuidanceExtension, MemoryExtension, MemoryStore, TokenCounter,
 };
@@ -32,15 +32,68 @@ pub const KNOWN_EXTENSIONS: &[&str] = &[
 /// because it rebuilds the request from the (compacted) conversation.
 const REQUEST_SHAPERS: &[&str] = &["protocol", "memory"];
 
-/// The tools each known extension declares, so a config can be checked
-/// without building a session.
-pub fn tools_by_extension() -> Vec<(&'static str, &'static [&'static str])> {
-    quire_tools::tools_by_extension()
+/// The tools each known extension declares, with the texts their code
+/// renders, so a config can be checked without building a session.
+pub fn texts_by_extension() -> Vec<(&'static str, Vec<ToolTexts>)> {
+    quire_tools::texts_by_extension()
         .iter()
-        .chain(quire_context::tools_by_extension())
-        .copied()
-        .chain([(NotesExtension::NAME, RETRIEVAL_TOOLS)])
+        .chain(quire_context::texts_by_extension())
+        .map(|(extension, texts)| (*extension, texts.to_vec()))
+        // The retrieval tools do not publish their error keys yet: only
+        // their files are checked.
+        .chain([(
+            NotesExtension::NAME,
+            RETRIEVAL_TOOLS
+                .iter()
+                .map(|tool| ToolTexts { tool, errors: &[] })
+                .collect(),
+        )])
         .collect()
+}
+
+/// Everything that would stop an agent config from working, each naming
+/// what to fix: the extension list (unknown, repeated, required, order),
+/// and the tool texts the listed extensions render (file and key). Checked
+/// by `quire config check` and before every session.
+pub fn config_problems(config: &AgentConfig) -> Vec<String> {
+    let mut problems = extension_list_problems(&config.extensions);
+    problems.extend(missing_texts(config).iter().map(ToString::to_string));
+    // The note-taker is an agent of its own: its tools are not listed in
+    // `extensions`, but it needs their words whenever notes are on.
+    if config.notes.enabled {
+        for tool in quire_notes::NOTE_TAKER_TOOLS {
+            if !config.tools.contains_key(*tool) {
+                problems.push(format!(
+                    "{}: missing (the note-taker needs it)",
+                    config.tool_file(tool).display()
+                ));
+            }
+        }
+        if config.prompts.note_taker.trim().is_empty() {
+            problems.push("the note-taker prompt (prompts.note_taker) is empty".into());
+        }
+    }
+    problems
+}
+
+/// The tool texts the config's extensions render and it lacks.
+fn missing_texts(config: &AgentConfig) -> Vec<MissingText> {
+    texts_by_extension()
+        .into_iter()
+        .filter(|(extension, _)| config.extensions.iter().any(|e| e == extension))
+        .flat_map(|(_, texts)| config.missing_tool_texts(&texts))
+        .collect()
+}
+
+/// Refuses a config whose extensions would render a text it lacks: a
+/// session would otherwise show the model a marker in its place.
+pub fn check_texts(config: &AgentConfig) -> Result<(), SessionError> {
+    let missing = missing_texts(config);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(SessionError::MissingTexts(missing))
+    }
 }
 
 /// What the extensions of one session are built from.
@@ -171,5 +224,63 @@ fn check_order(config: &AgentConfig) -> Result<(), SessionError> {
     match order_problems(config).into_iter().next() {
         Some(problem) => Err(SessionError::ExtensionOrder(problem)),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use quire_config::{AgentSource, Loader};
+
+    use super::*;
+
+    fn builtin() -> AgentConfig {
+        Loader::new(Vec::new()).load(&AgentSource::Builtin).unwrap()
+    }
+
+    #[test]
+    fn the_default_agent_has_no_problems() {
+        assert_eq!(config_problems(&builtin()), Vec::<String>::new());
+        assert!(check_texts(&builtin()).is_ok());
+    }
+
+    #[test]
+    fn a_missing_error_text_is_refused_with_file_and_key() {
+        let mut config = builtin();
+        config.dir = Some(PathBuf::from("/agents/custom"));
+        let errors = &mut config.tools.get_mut("run_command").unwrap().errors;
+        errors.remove("denylisted");
+        let problems = config_problems(&config);
+        assert_eq!(
+            problems,
+            vec![
+                "/agents/custom/tools/run_command.toml: [errors] has no `denylisted` (tool `run_command` renders it)"
+            ]
+        );
+        let err = check_texts(&config).unwrap_err().to_string();
+        assert!(
+            err.contains("run_command.toml") && err.contains("`denylisted`"),
+            "{err}"
+        );
+        // Not listed, not needed: without `commands` the text is not rendered.
+        config.extensions.retain(|e| e != "commands");
+        assert!(check_texts(&config).is_ok());
+    }
+
+    #[test]
+    fn the_extension_list_is_checked_like_the_meta_agent_does() {
+        let mut config = builtin();
+        config.extensions.retain(|e| e != "finish");
+        config.extensions.push("memory".into());
+        let problems = config_problems(&config);
+        assert!(
+            problems.contains(&"extension `finish` is required".to_string()),
+            "{problems:?}"
+        );
+        assert!(
+            problems.contains(&"extension `memory` is listed twice".to_string()),
+            "{problems:?}"
+        );
     }
 }

@@ -8,7 +8,9 @@
 use std::time::Instant;
 
 use quire_store::{NewSession, Store};
-use quire_types::{Event, EventKind, Redactor, ToolCall, ToolResultViews, Usage};
+use quire_types::{
+    Event, EventKind, MessageSource, Redactor, TestPhase, ToolCall, ToolResultViews, Usage,
+};
 
 const EVENTS: usize = 5_000;
 const SESSIONS: usize = 10;
@@ -78,7 +80,7 @@ fn event(rng: &mut Lcg, i: usize) -> Event {
             }
         }
         2 => EventKind::TestRun {
-            phase: "post_edit".into(),
+            phase: TestPhase::Agent,
             command: "cargo test".into(),
             exit_code: Some(101),
             passed: Some(41),
@@ -89,7 +91,7 @@ fn event(rng: &mut Lcg, i: usize) -> Event {
             duration_ms: 9_400,
         },
         _ => EventKind::UserMessage {
-            source: "feedback".into(),
+            source: MessageSource::Feedback,
             content: rng.text(2_000, 8_000),
         },
     };

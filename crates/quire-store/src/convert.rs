@@ -25,3 +25,19 @@ pub(crate) fn to_u64(value: i64) -> u64 {
 pub(crate) fn to_u32(value: i64) -> u32 {
     u32::try_from(value.max(0)).unwrap_or(u32::MAX)
 }
+
+/// A column holding one of a fixed set of words; any other word is a
+/// conversion error naming it and the known ones (never a silent default).
+pub(crate) fn word<T>(row: &rusqlite::Row<'_>, column: usize) -> rusqlite::Result<T>
+where
+    T: std::str::FromStr<Err = quire_types::UnknownValue>,
+{
+    let text: String = row.get(column)?;
+    text.parse().map_err(|err: quire_types::UnknownValue| {
+        rusqlite::Error::FromSqlConversionFailure(
+            column,
+            rusqlite::types::Type::Text,
+            Box::new(err),
+        )
+    })
+}

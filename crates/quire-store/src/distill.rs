@@ -9,7 +9,6 @@
 //! change after the claim names the worker, so a worker that lost its lease
 //! cannot overwrite the new owner's result.
 
-use std::fmt;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -18,43 +17,17 @@ use rusqlite::types::Type;
 use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
-use crate::convert::{fmt_ts, parse_ts, to_u32, to_u64};
+use crate::convert::{fmt_ts, parse_ts, to_u32, to_u64, word};
 use crate::{Store, StoreError};
 
-/// Where a job stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DistillStatus {
-    Pending,
-    Running,
-    Done,
-    /// Gave up after `max_attempts`; `error` says why.
-    Failed,
-}
-
-impl DistillStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DistillStatus::Pending => "pending",
-            DistillStatus::Running => "running",
-            DistillStatus::Done => "done",
-            DistillStatus::Failed => "failed",
-        }
-    }
-
-    fn parse(text: &str) -> DistillStatus {
-        match text {
-            "running" => DistillStatus::Running,
-            "done" => DistillStatus::Done,
-            "failed" => DistillStatus::Failed,
-            _ => DistillStatus::Pending,
-        }
-    }
-}
-
-impl fmt::Display for DistillStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+quire_types::text_enum! {
+    /// Where a job stands.
+    pub enum DistillStatus ("distill job status") {
+        Pending = "pending",
+        Running = "running",
+        Done = "done",
+        /// Gave up after `max_attempts`; `error` says why.
+        Failed = "failed",
     }
 }
 
@@ -353,12 +326,8 @@ impl Store {
             .map_err(err)?;
         let rows = stmt
             .query_map([], |row| {
-                let status: String = row.get(0)?;
                 let count: i64 = row.get(1)?;
-                Ok((
-                    DistillStatus::parse(&status),
-                    u64::try_from(count).unwrap_or(0),
-                ))
+                Ok((word(row, 0)?, u64::try_from(count).unwrap_or(0)))
             })
             .map_err(err)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(err)
@@ -414,7 +383,6 @@ fn read_job(row: &Row<'_>) -> rusqlite::Result<DistillJob> {
         serde_json::from_str(&text)
             .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, Type::Text, Box::new(e)))
     };
-    let status: String = row.get(1)?;
     let credited = match json(10)? {
         serde_json::Value::Array(items) => items
             .into_iter()
@@ -424,7 +392,7 @@ fn read_job(row: &Row<'_>) -> rusqlite::Result<DistillJob> {
     };
     Ok(DistillJob {
         session_id: SessionId(row.get(0)?),
-        status: DistillStatus::parse(&status),
+        status: word(row, 1)?,
         attempts: to_u32(row.get(2)?),
         worker: row.get(3)?,
         queued_at: ts(4)?.unwrap_or_default(),

@@ -5,94 +5,33 @@
 //! `pending → running → done`, one committed statement per step; resuming a
 //! run reruns every row that is not `done`.
 
-use std::fmt;
-
 use chrono::{DateTime, Utc};
 use quire_types::{SessionId, Usage};
 use rusqlite::types::Type;
 use rusqlite::{OptionalExtension, Row, ToSql, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
-use crate::convert::{fmt_ts, parse_ts, to_i64, to_u32, to_u64};
+use crate::convert::{fmt_ts, parse_ts, to_i64, to_u32, to_u64, word};
 use crate::sessions::{SessionRow, read_session_row, session_columns};
 use crate::{Store, StoreError};
 
-/// Where a run stands. Unknown text read back becomes [`EvalRunStatus::Other`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(from = "String", into = "String")]
-pub enum EvalRunStatus {
-    Running,
-    Completed,
-    /// Stopped by the user (or found `running` with its process gone).
-    Interrupted,
-    Other(String),
-}
-
-impl EvalRunStatus {
-    pub fn as_str(&self) -> &str {
-        match self {
-            EvalRunStatus::Running => "running",
-            EvalRunStatus::Completed => "completed",
-            EvalRunStatus::Interrupted => "interrupted",
-            EvalRunStatus::Other(text) => text,
-        }
+quire_types::text_enum! {
+    /// Where a run stands.
+    pub enum EvalRunStatus ("eval run status") {
+        Running = "running",
+        Completed = "completed",
+        /// Stopped by the user (or found `running` with its process gone).
+        Interrupted = "interrupted",
     }
 }
 
-impl From<String> for EvalRunStatus {
-    fn from(text: String) -> Self {
-        match text.as_str() {
-            "running" => EvalRunStatus::Running,
-            "completed" => EvalRunStatus::Completed,
-            "interrupted" => EvalRunStatus::Interrupted,
-            _ => EvalRunStatus::Other(text),
-        }
-    }
-}
-
-impl From<EvalRunStatus> for String {
-    fn from(status: EvalRunStatus) -> Self {
-        status.as_str().to_string()
-    }
-}
-
-impl fmt::Display for EvalRunStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Where one attempt stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EvalResultStatus {
-    Pending,
-    /// Started; a row left `running` by a killed process is rerun on resume.
-    Running,
-    Done,
-}
-
-impl EvalResultStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EvalResultStatus::Pending => "pending",
-            EvalResultStatus::Running => "running",
-            EvalResultStatus::Done => "done",
-        }
-    }
-
-    fn parse(text: &str) -> EvalResultStatus {
-        match text {
-            "done" => EvalResultStatus::Done,
-            "running" => EvalResultStatus::Running,
-            _ => EvalResultStatus::Pending,
-        }
-    }
-}
-
-impl fmt::Display for EvalResultStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+quire_types::text_enum! {
+    /// Where one attempt stands.
+    pub enum EvalResultStatus ("eval result status") {
+        Pending = "pending",
+        /// Started; a row left `running` by a killed process is rerun on resume.
+        Running = "running",
+        Done = "done",
     }
 }
 
@@ -574,7 +513,7 @@ fn read_run(row: &Row<'_>) -> rusqlite::Result<EvalRunRow> {
         model: row.get(6)?,
         started_at: timestamp(7, &row.get::<_, String>(7)?)?,
         ended_at: ended_at.map(|t| timestamp(8, &t)).transpose()?,
-        status: EvalRunStatus::from(row.get::<_, String>(9)?),
+        status: word(row, 9)?,
         repeat: to_u32(row.get(10)?),
         jobs: to_u32(row.get(11)?),
         timeout_secs: to_u64(row.get(12)?),
@@ -593,7 +532,7 @@ fn read_result(row: &Row<'_>) -> rusqlite::Result<EvalResultRow> {
         run_id: row.get(0)?,
         task_id: row.get(1)?,
         attempt: to_u32(row.get(2)?),
-        status: EvalResultStatus::parse(&row.get::<_, String>(4)?),
+        status: word(row, 4)?,
         started_at: started.map(|t| timestamp(18, &t)).transpose()?,
         ended_at: ended.map(|t| timestamp(19, &t)).transpose()?,
         outcome: EvalOutcome {

@@ -1,75 +1,16 @@
 //! Session rows: creation, lookup, listing and end-of-life updates.
 
-use std::fmt;
-
 use chrono::{DateTime, Utc};
 use quire_types::{SessionId, Usage};
 use rusqlite::types::Type;
 use rusqlite::{OptionalExtension, Row, ToSql, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
-use crate::convert::{fmt_ts, parse_ts, to_i64, to_u32, to_u64};
+use crate::convert::{fmt_ts, parse_ts, to_i64, to_u32, to_u64, word};
 use crate::{Store, StoreError};
 
-/// Where a session stands. Stored as text so later states need no migration;
-/// unknown text read back becomes [`SessionStatus::Other`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(from = "String", into = "String")]
-pub enum SessionStatus {
-    Running,
-    Completed,
-    Failed,
-    /// Left running by a process that died (decided by a caller).
-    Interrupted,
-    /// The user rejected the proposed change.
-    Rejected,
-    Other(String),
-}
-
-impl SessionStatus {
-    /// The text stored in the `status` column.
-    pub fn as_str(&self) -> &str {
-        match self {
-            SessionStatus::Running => "running",
-            SessionStatus::Completed => "completed",
-            SessionStatus::Failed => "failed",
-            SessionStatus::Interrupted => "interrupted",
-            SessionStatus::Rejected => "rejected",
-            SessionStatus::Other(text) => text,
-        }
-    }
-}
-
-impl From<&str> for SessionStatus {
-    fn from(text: &str) -> Self {
-        match text {
-            "running" => SessionStatus::Running,
-            "completed" => SessionStatus::Completed,
-            "failed" => SessionStatus::Failed,
-            "interrupted" => SessionStatus::Interrupted,
-            "rejected" => SessionStatus::Rejected,
-            other => SessionStatus::Other(other.to_string()),
-        }
-    }
-}
-
-impl From<String> for SessionStatus {
-    fn from(text: String) -> Self {
-        SessionStatus::from(text.as_str())
-    }
-}
-
-impl From<SessionStatus> for String {
-    fn from(status: SessionStatus) -> Self {
-        status.as_str().to_string()
-    }
-}
-
-impl fmt::Display for SessionStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Where a session stands: the event protocol's word set, stored as text.
+pub use quire_types::SessionStatus;
 
 /// What is known when a session starts.
 #[derive(Debug, Clone, Default)]
@@ -259,7 +200,7 @@ impl Store {
             args.push(project);
             sql.push_str(&format!(" AND project = ?{}", args.len()));
         }
-        let status = filter.status.as_ref().map(SessionStatus::as_str);
+        let status = filter.status.map(SessionStatus::as_str);
         if let Some(status) = &status {
             args.push(status);
             sql.push_str(&format!(" AND status = ?{}", args.len()));
@@ -459,7 +400,7 @@ fn read_session(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         model: row.get(7)?,
         started_at: timestamp(8, &row.get::<_, String>(8)?)?,
         ended_at: ended_at.map(|text| timestamp(9, &text)).transpose()?,
-        status: SessionStatus::from(row.get::<_, String>(10)?),
+        status: word(row, 10)?,
         outcome: row.get(11)?,
         totals: Totals {
             usage: Usage {

@@ -7,7 +7,8 @@ use quire_store::{
     NewSession, SCHEMA_VERSION, SessionFilter, SessionStatus, Store, StoreError, Totals,
 };
 use quire_types::{
-    Event, EventKind, Message, Redactor, SessionId, ToolCall, ToolResultViews, Usage,
+    Event, EventKind, Message, MessageSource, Redactor, SessionId, TestPhase, ToolCall,
+    ToolResultViews, Usage,
 };
 
 fn temp_db() -> (tempfile::TempDir, PathBuf) {
@@ -36,7 +37,7 @@ fn at(secs: i64) -> DateTime<Utc> {
 
 fn user(content: &str) -> Event {
     Event::now(EventKind::UserMessage {
-        source: "task".into(),
+        source: MessageSource::Task,
         content: content.into(),
     })
 }
@@ -163,7 +164,7 @@ fn events_of_several_kinds_round_trip() {
             content: "You are careful.".into(),
         },
         EventKind::UserMessage {
-            source: "task".into(),
+            source: MessageSource::Task,
             content: "fix the bug ✓".into(),
         },
         EventKind::ModelRequest {
@@ -175,7 +176,7 @@ fn events_of_several_kinds_round_trip() {
         model_response(1, 100, 20, 50).kind,
         tool_result("c1").kind,
         EventKind::TestRun {
-            phase: "post_apply".into(),
+            phase: TestPhase::PostApply,
             command: "cargo test".into(),
             exit_code: None,
             passed: Some(3),
@@ -198,7 +199,7 @@ fn events_of_several_kinds_round_trip() {
             ],
         },
         EventKind::SessionEnded {
-            status: "completed".into(),
+            status: SessionStatus::Completed,
             outcome: "applied".into(),
             usage: Usage {
                 prompt_tokens: 100,
@@ -765,10 +766,27 @@ fn rows_and_events_serialize_for_json_export() {
     assert_eq!(event["seq"], 1);
     assert_eq!(event["kind"], "model_response");
     assert_eq!(event["event"]["usage"]["completion_tokens"], 2);
-    assert_eq!(
-        SessionStatus::from("paused"),
-        SessionStatus::Other("paused".into())
-    );
+}
+
+/// A status word this build does not know is a clear error naming it, not
+/// a silent default (a `done` job read as `pending` would run again).
+#[test]
+fn an_unknown_status_word_is_an_error_naming_it() {
+    let (_dir, path) = temp_db();
+    let id = Store::open(&path)
+        .unwrap()
+        .create_session(&new_session("x"))
+        .unwrap();
+    raw(&path)
+        .execute("UPDATE sessions SET status = 'paused'", [])
+        .unwrap();
+    let err = Store::open(&path)
+        .unwrap()
+        .get_session(&id)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown session status `paused`"), "{err}");
+    assert!(err.contains("running, completed"), "{err}");
 }
 
 #[test]

@@ -12,12 +12,32 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use quire_config::{CommandApproval, CommandsConfig};
 use quire_core::{Ctx, ToolOutput};
-use quire_types::EventKind;
+use quire_types::{CommandDecision, EventKind};
 use quire_workspace::{RunOptions, SessionCopy, run_command};
 
 use crate::util::{int_arg, str_arg, text};
 
 pub(crate) const TOOL: &str = "run_command";
+/// The `[errors]` keys this tool renders (checked when a config loads).
+pub(crate) const ERRORS: &[&str] = &[
+    "asked",
+    "cut",
+    "denylisted",
+    "device_write",
+    "download_and_run",
+    "empty",
+    "exited",
+    "git_push",
+    "git_reset_hard",
+    "nobody_to_ask",
+    "not_allowlisted",
+    "not_recorded",
+    "publish",
+    "recursive_delete_outside",
+    "refused",
+    "start_failed",
+    "timeout",
+];
 
 /// Whoever may be asked whether a command not on the allowlist may run.
 #[async_trait]
@@ -233,25 +253,25 @@ pub(crate) async fn run(
         return ToolOutput::error(text(&config, TOOL, "empty", &[]));
     };
     let (decision, reason) = match judge(policy, command) {
-        Verdict::Allow(reason) => ("allowed", reason),
-        Verdict::Refuse(reason) => ("refused", reason),
+        Verdict::Allow(reason) => (CommandDecision::Allowed, reason),
+        Verdict::Refuse(reason) => (CommandDecision::Refused, reason),
         Verdict::Ask => match approver.ask(command).await {
-            Some(true) => ("approved", "asked"),
-            Some(false) => ("denied", "asked"),
-            None => ("refused", "nobody_to_ask"),
+            Some(true) => (CommandDecision::Approved, "asked"),
+            Some(false) => (CommandDecision::Denied, "asked"),
+            None => (CommandDecision::Refused, "nobody_to_ask"),
         },
     };
-    tracing::info!(command, decision, reason, "run_command policy");
+    tracing::info!(command, %decision, reason, "run_command policy");
     if let Err(err) = ctx.emit(EventKind::CommandDecision {
         command: command.to_string(),
-        decision: decision.to_string(),
+        decision,
         reason: reason.to_string(),
     }) {
         // Unrecorded decisions must not run: the trajectory is the audit.
         tracing::warn!(%err, "could not record the command decision");
         return ToolOutput::error(text(&config, TOOL, "not_recorded", &[]));
     }
-    if !matches!(decision, "allowed" | "approved") {
+    if !decision.runs() {
         let why = text(&config, TOOL, reason, &[]);
         return ToolOutput::error(text(
             &config,

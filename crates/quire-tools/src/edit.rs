@@ -13,6 +13,24 @@ use crate::util::{
 };
 
 pub(crate) const TOOL: &str = "edit_file";
+/// The `[errors]` keys this tool renders (checked when a config loads).
+pub(crate) const ERRORS: &[&str] = &[
+    "cut",
+    "edited",
+    "empty_old",
+    "io",
+    "is_dir",
+    "many_matches",
+    "no_change",
+    "no_match",
+    "not_found",
+    "not_read",
+    "not_text",
+    "note_line_numbers",
+    "note_partial_line",
+    "note_whitespace",
+    "outside",
+];
 /// Lines of context shown around the edited region.
 const CONTEXT: usize = 2;
 /// Longest edited region shown in full; longer ones show head and tail.

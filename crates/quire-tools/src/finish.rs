@@ -9,6 +9,14 @@ use crate::util::{str_arg, text};
 use quire_workspace::SessionCopy;
 
 pub(crate) const TOOL: &str = "finish";
+/// The `[errors]` keys this tool renders (checked when a config loads).
+pub(crate) const ERRORS: &[&str] = &[
+    "cut",
+    "done",
+    "no_change",
+    "tests_failed_this_reply",
+    "tests_not_run",
+];
 
 /// Whether the latest reply ran the tests before this finish.
 fn tests_ran_in_this_reply(ctx: &Ctx) -> bool {

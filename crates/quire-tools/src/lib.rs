@@ -28,7 +28,7 @@ mod write;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use quire_config::{AgentConfig, render};
+use quire_config::{AgentConfig, ToolTexts, render};
 use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
 
 use quire_workspace::{Sandbox, SandboxEnforcement, SandboxStatus, SessionCopy};
@@ -39,26 +39,40 @@ pub use list::render_tree;
 /// shows what a search found).
 pub use search::TOOL as SEARCH_TOOL;
 
-/// The tools each extension of this crate declares, by extension name, so a
-/// config can be checked without building a session.
-pub fn tools_by_extension() -> &'static [(&'static str, &'static [&'static str])] {
-    &[
-        (
-            WorkspaceTools::NAME,
-            &[
-                list::TOOL,
-                read::TOOL,
-                search::TOOL,
-                edit::TOOL,
-                write::TOOL,
-                patch::TOOL,
-            ],
-        ),
-        (TestRunner::NAME, &[run_tests::TOOL]),
-        (Finisher::NAME, &[finish::TOOL]),
-        (CommandRunner::NAME, &[commands::TOOL]),
-    ]
+/// The texts of one tool of this crate.
+const fn texts(tool: &'static str, errors: &'static [&'static str]) -> ToolTexts {
+    ToolTexts { tool, errors }
 }
+
+/// The tools each extension of this crate declares, with the texts their
+/// code renders, by extension name: a config is checked against them when
+/// it loads, without building a session.
+pub fn texts_by_extension() -> &'static [(&'static str, &'static [ToolTexts])] {
+    TEXTS_BY_EXTENSION
+}
+
+const TEXTS_BY_EXTENSION: &[(&str, &[ToolTexts])] = &[
+    (
+        WorkspaceTools::NAME,
+        &[
+            texts(list::TOOL, list::ERRORS),
+            texts(read::TOOL, read::ERRORS),
+            texts(search::TOOL, search::ERRORS),
+            texts(edit::TOOL, edit::ERRORS),
+            texts(write::TOOL, write::ERRORS),
+            texts(patch::TOOL, patch::ERRORS),
+        ],
+    ),
+    (
+        TestRunner::NAME,
+        &[texts(run_tests::TOOL, run_tests::ERRORS)],
+    ),
+    (Finisher::NAME, &[texts(finish::TOOL, finish::ERRORS)]),
+    (
+        CommandRunner::NAME,
+        &[texts(commands::TOOL, commands::ERRORS)],
+    ),
+];
 pub use state::{TestSummary, WorkspaceState};
 pub use util::cap_output;
 

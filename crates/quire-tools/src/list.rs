@@ -13,6 +13,15 @@ use crate::util::{int_arg, str_arg, text};
 use crate::walk::{Found, walk};
 
 pub(crate) const TOOL: &str = "list_files";
+/// The `[errors]` keys this tool renders (checked when a config loads).
+pub(crate) const ERRORS: &[&str] = &[
+    "cut",
+    "empty",
+    "not_a_dir",
+    "not_found",
+    "outside",
+    "truncated",
+];
 const DEFAULT_DEPTH: usize = 3;
 /// Deeper listings only cost tokens; search finds deep files better.
 const MAX_DEPTH: usize = 12;

@@ -17,6 +17,34 @@ use crate::state::WorkspaceState;
 use crate::util::{content_hash, file_diff, number_lines, str_arg, text, write_atomic};
 
 pub(crate) const TOOL: &str = "apply_patch";
+/// The `[errors]` keys this tool renders (checked when a config loads).
+pub(crate) const ERRORS: &[&str] = &[
+    "applied",
+    "cut",
+    "file_exists",
+    "fix_context_prefix",
+    "fix_counts",
+    "fix_dropped_text",
+    "fix_fences",
+    "fix_line_endings",
+    "fix_path_prefixes",
+    "fuzz",
+    "hunk_ambiguous",
+    "hunk_failed",
+    "io",
+    "missing_file",
+    "no_change",
+    "no_nearest",
+    "not_read",
+    "outside",
+    "parse",
+    "placed_offset",
+    "placed_unanchored",
+    "placed_whitespace",
+    "reason_not_found",
+    "region",
+    "repaired",
+];
 /// Most expected lines quoted back for a failed hunk.
 const EXPECTED_MAX: usize = 30;
 

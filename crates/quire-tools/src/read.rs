@@ -12,6 +12,19 @@ use crate::util::{content_hash, edit_distance, int_arg, number_lines, split_line
 use crate::walk::{rel_string, walk};
 
 pub(crate) const TOOL: &str = "read_file";
+/// The `[errors]` keys this tool renders (checked when a config loads).
+pub(crate) const ERRORS: &[&str] = &[
+    "binary",
+    "cut",
+    "empty",
+    "io",
+    "is_dir",
+    "more",
+    "not_found",
+    "offset_past_end",
+    "outside",
+    "suggestion",
+];
 
 pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) -> ToolOutput {
     let config = ctx.config.clone();

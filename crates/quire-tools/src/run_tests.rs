@@ -5,12 +5,25 @@ use std::time::{Duration, Instant};
 
 use quire_config::AgentConfig;
 use quire_core::{Ctx, ToolOutput};
+use quire_types::TestPhase;
 
 use crate::state::{TestSummary, WorkspaceState};
 use crate::util::text;
 use quire_workspace::{RunOptions, SessionCopy, TestDigest, digest_test_output, run_command};
 
 pub(crate) const TOOL: &str = "run_tests";
+/// The `[errors]` keys this tool renders (checked when a config loads).
+pub(crate) const ERRORS: &[&str] = &[
+    "count_changed",
+    "cut",
+    "errors",
+    "failed",
+    "failing",
+    "no_command",
+    "passed",
+    "start_failed",
+    "timeout",
+];
 /// Most failing test names listed in the digest.
 const FAILING_MAX: usize = 15;
 /// Most error lines quoted in the digest.
@@ -81,7 +94,7 @@ pub(crate) async fn run(copy: &SessionCopy, command: Option<&str>, ctx: &mut Ctx
     // The trajectory gets a typed test-run event beside the tool result, so
     // reports and the note-taker need not parse tool output.
     if let Err(err) = ctx.emit(quire_types::EventKind::TestRun {
-        phase: "agent".into(),
+        phase: TestPhase::Agent,
         command: command.to_string(),
         exit_code: output.exit_code,
         passed: digest.passed,

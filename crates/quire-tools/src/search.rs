@@ -17,6 +17,19 @@ use crate::util::{bool_arg, str_arg, text};
 use crate::walk::{rel_string, walk};
 
 pub const TOOL: &str = "search";
+/// The `[errors]` keys this tool renders (checked when a config loads).
+pub(crate) const ERRORS: &[&str] = &[
+    "bad_glob",
+    "bad_regex",
+    "cut",
+    "empty_pattern",
+    "no_hits",
+    "no_hits_glob",
+    "no_hits_plain",
+    "not_found",
+    "outside",
+    "truncated",
+];
 /// Longest hit text shown; longer lines are cut around the match.
 const HIT_CHARS: usize = 200;
 /// The task's own files at the workspace root (Ark layout): `prompt.txt`,

@@ -1400,36 +1400,69 @@ fn extension_names_and_tools_are_stable() {
     for tool in t.tools().into_iter().chain(r.tools()).chain(f.tools()) {
         assert!(config.tools.contains_key(tool), "{tool}");
     }
+    // The published texts name exactly the tools each extension declares.
+    let published = |name: &str| -> Vec<&str> {
+        crate::texts_by_extension()
+            .iter()
+            .find(|(extension, _)| *extension == name)
+            .map(|(_, texts)| texts.iter().map(|t| t.tool).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(published(t.name()), t.tools());
+    assert_eq!(published(r.name()), r.tools());
+    assert_eq!(published(f.name()), f.tools());
 }
 
-/// Every text key the code renders exists in the built-in config, so the
-/// model never reads "[missing tool error text]".
+/// Every text key the code renders is in the keys its tool publishes, and
+/// the built-in config has every published key, so the model never reads
+/// "[missing tool error text]" (other configs are checked when they load).
 #[test]
-fn every_text_key_used_is_in_the_default_config() {
+fn every_text_key_used_is_published_and_in_the_default_config() {
     let sources = [
-        ("list_files", include_str!("list.rs")),
-        ("read_file", include_str!("read.rs")),
-        ("search", include_str!("search.rs")),
-        ("edit_file", include_str!("edit.rs")),
-        ("write_file", include_str!("write.rs")),
-        ("apply_patch", include_str!("patch.rs")),
-        ("run_tests", include_str!("run_tests.rs")),
-        ("finish", include_str!("finish.rs")),
+        (crate::list::ERRORS, include_str!("list.rs")),
+        (crate::read::ERRORS, include_str!("read.rs")),
+        (crate::search::ERRORS, include_str!("search.rs")),
+        (crate::edit::ERRORS, include_str!("edit.rs")),
+        (crate::write::ERRORS, include_str!("write.rs")),
+        (crate::patch::ERRORS, include_str!("patch.rs")),
+        (crate::run_tests::ERRORS, include_str!("run_tests.rs")),
+        (crate::finish::ERRORS, include_str!("finish.rs")),
+        (crate::commands::ERRORS, include_str!("commands.rs")),
     ];
-    let config = config();
     let mut checked = 0;
-    for (tool, source) in sources {
-        let errors = &config.tools[tool].errors;
-        assert!(errors.contains_key("cut"), "{tool}: cut");
+    for (published, source) in sources {
+        assert!(published.contains(&"cut"), "every tool's output is capped");
         let mut rest = source;
         while let Some(at) = rest.find("TOOL,") {
             rest = rest[at + 5..].trim_start();
             if let Some(lit) = rest.strip_prefix('"') {
                 let key = &lit[..lit.find('"').unwrap()];
-                assert!(errors.contains_key(key), "{tool}: missing text `{key}`");
+                assert!(published.contains(&key), "unpublished key `{key}`");
                 checked += 1;
             }
         }
     }
     assert!(checked > 50, "scan found only {checked} uses");
+    // Keys chosen at run time: the edit notes, the command policy's reasons.
+    let edit = include_str!("edit.rs");
+    let mut rest = edit;
+    while let Some(at) = rest.find("=> \"note_") {
+        rest = &rest[at + 4..];
+        let key = &rest[..rest.find('"').unwrap()];
+        assert!(crate::edit::ERRORS.contains(&key), "unpublished key `{key}`");
+        checked += 1;
+    }
+    for reason in [
+        "denylisted",
+        "not_allowlisted",
+        "asked",
+        "nobody_to_ask",
+        "git_push",
+    ] {
+        assert!(crate::commands::ERRORS.contains(&reason), "{reason}");
+    }
+    let config = config();
+    for (_, texts) in crate::texts_by_extension() {
+        assert_eq!(config.missing_tool_texts(texts), Vec::new());
+    }
 }

@@ -9,6 +9,8 @@ use crate::state::WorkspaceState;
 use crate::util::{content_hash, file_diff, split_lines, str_arg, text, write_atomic};
 
 pub(crate) const TOOL: &str = "write_file";
+/// The `[errors]` keys this tool renders (checked when a config loads).
+pub(crate) const ERRORS: &[&str] = &["created", "cut", "exists", "io", "outside"];
 
 pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) -> ToolOutput {
     let config = ctx.config.clone();

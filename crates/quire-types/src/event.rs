@@ -1,6 +1,10 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::fields::{
+    ApprovalDecision, CommandDecision, CompactionStage, ExtensionPayload, MessageSource, NotesVia,
+    SessionStatus, TestPhase,
+};
 use crate::message::{Message, ToolCall, Usage};
 
 /// One step of a session's trajectory, as persisted and rendered.
@@ -53,7 +57,7 @@ pub enum EventKind {
     /// A user-role message joined the conversation: the task, feedback,
     /// a reminder or a protocol repair. `source` says which.
     UserMessage {
-        source: String,
+        source: MessageSource,
         content: String,
     },
     ModelRequest {
@@ -92,7 +96,7 @@ pub enum EventKind {
         reason: String,
     },
     TestRun {
-        phase: String,
+        phase: TestPhase,
         command: String,
         exit_code: Option<i32>,
         passed: Option<u32>,
@@ -109,7 +113,7 @@ pub enum EventKind {
         files: Vec<String>,
     },
     Approval {
-        decision: String,
+        decision: ApprovalDecision,
         feedback: Option<String>,
     },
     Applied {
@@ -123,9 +127,7 @@ pub enum EventKind {
     /// budget. `messages` is the whole conversation after the system prompt
     /// from now on (resume continues from it).
     Compaction {
-        /// `supersede`, `fade`, `summary`, `fade_all` (the summary failed) or
-        /// `trim` (over the hard window).
-        stage: String,
+        stage: CompactionStage,
         /// Estimated request size before and after, in calibrated tokens.
         tokens_before: u64,
         tokens_after: u64,
@@ -145,12 +147,10 @@ pub enum EventKind {
     Error {
         message: String,
     },
-    /// Notes from earlier sessions reached this one: `via` is `start` (listed
-    /// after the task), `search` (`search_notes`), `error` (offered next to
-    /// a failure) or `read` (`read_note`). The distillation job credits the
-    /// notes read by the session's outcome.
+    /// Notes from earlier sessions reached this one (`via` says how). The
+    /// distillation job credits the notes read by the session's outcome.
     NotesRetrieved {
-        via: String,
+        via: NotesVia,
         ids: Vec<String>,
     },
     /// Whether the processes of this session (tests, commands) run
@@ -160,16 +160,18 @@ pub enum EventKind {
         enforced: bool,
         detail: String,
     },
-    /// A `run_command` policy decision: `allowed` (allowlisted), `approved`
-    /// or `denied` (asked), `refused` (denylisted, dangerous, or nobody to
-    /// ask); `reason` says which rule decided.
+    /// A `run_command` policy decision; `reason` says which rule decided.
     CommandDecision {
         command: String,
-        decision: String,
+        decision: CommandDecision,
         reason: String,
     },
+    /// An event an extension defines for itself (see
+    /// [`crate::ExtensionEvent`]).
+    Extension(ExtensionPayload),
     SessionEnded {
-        status: String,
+        status: SessionStatus,
+        /// What happened, in a sentence for people.
         outcome: String,
         usage: Usage,
         iterations: u32,
@@ -202,6 +204,7 @@ impl EventKind {
             EventKind::NotesRetrieved { .. } => "notes_retrieved",
             EventKind::CommandDecision { .. } => "command_decision",
             EventKind::Sandbox { .. } => "sandbox",
+            EventKind::Extension(_) => "extension",
             EventKind::SessionEnded { .. } => "session_ended",
         }
     }
@@ -229,5 +232,113 @@ mod tests {
         let back: Event = serde_json::from_value(json).unwrap();
         assert_eq!(back, ev);
         assert_eq!(back.kind.name(), "tool_result");
+    }
+
+    /// Rows written while these fields were strings, byte for byte as the
+    /// store holds them: each reads into the typed field and writes back the
+    /// same JSON, so old databases keep working.
+    #[test]
+    fn old_format_rows_read_and_write_back_unchanged() {
+        let rows = [
+            r#"{"at":"2026-01-02T03:04:05Z","kind":"user_message","source":"post_apply_failure","content":"tests failed"}"#,
+            r#"{"at":"2026-01-02T03:04:05Z","kind":"user_message","source":"notes","content":"notes list"}"#,
+            r#"{"at":"2026-01-02T03:04:05Z","kind":"test_run","phase":"post_apply","command":"pytest","exit_code":1,"passed":2,"failed":1,"timed_out":false,"digest":"d","output":"o","duration_ms":9}"#,
+            r#"{"at":"2026-01-02T03:04:05Z","kind":"approval","decision":"feedback","feedback":"rename it"}"#,
+            r#"{"at":"2026-01-02T03:04:05Z","kind":"compaction","stage":"fade_all","tokens_before":10,"tokens_after":5,"usage":{"prompt_tokens":0,"completion_tokens":0,"cached_tokens":0},"messages":[]}"#,
+            r#"{"at":"2026-01-02T03:04:05Z","kind":"notes_retrieved","via":"error","ids":["n1"]}"#,
+            r#"{"at":"2026-01-02T03:04:05Z","kind":"command_decision","command":"make","decision":"denied","reason":"asked"}"#,
+            r#"{"at":"2026-01-02T03:04:05Z","kind":"session_ended","status":"rejected","outcome":"change rejected by the user","usage":{"prompt_tokens":1,"completion_tokens":2,"cached_tokens":0},"iterations":3,"tool_calls":4,"elapsed_ms":5,"cost_usd":0.5}"#,
+        ];
+        let mut kinds = Vec::new();
+        for row in rows {
+            let event: Event = serde_json::from_str(row).unwrap_or_else(|e| panic!("{row}: {e}"));
+            let written: serde_json::Value = serde_json::to_value(&event).unwrap();
+            let stored: serde_json::Value = serde_json::from_str(row).unwrap();
+            assert_eq!(written, stored, "{row}");
+            kinds.push(event.kind);
+        }
+        assert!(matches!(
+            kinds[0],
+            EventKind::UserMessage {
+                source: MessageSource::PostApplyFailure,
+                ..
+            }
+        ));
+        assert!(matches!(
+            kinds[2],
+            EventKind::TestRun {
+                phase: TestPhase::PostApply,
+                ..
+            }
+        ));
+        assert!(matches!(
+            kinds[4],
+            EventKind::Compaction {
+                stage: CompactionStage::FadeAll,
+                ..
+            }
+        ));
+        assert!(matches!(
+            kinds[6],
+            EventKind::CommandDecision {
+                decision: CommandDecision::Denied,
+                ..
+            }
+        ));
+        assert!(matches!(
+            kinds[7],
+            EventKind::SessionEnded {
+                status: SessionStatus::Rejected,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_word_outside_the_set_is_an_error_naming_it() {
+        let row = r#"{"at":"2026-01-02T03:04:05Z","kind":"command_decision","command":"make","decision":"alowed","reason":"x"}"#;
+        let err = serde_json::from_str::<Event>(row).unwrap_err().to_string();
+        assert!(err.contains("alowed"), "{err}");
+        assert!(!CommandDecision::Denied.runs() && !CommandDecision::Refused.runs());
+        assert!(CommandDecision::Allowed.runs() && CommandDecision::Approved.runs());
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Tally {
+        hits: u32,
+    }
+
+    impl crate::ExtensionEvent for Tally {
+        const EXTENSION: &'static str = "counter";
+        const EVENT: &'static str = "tally";
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Other {}
+
+    impl crate::ExtensionEvent for Other {
+        const EXTENSION: &'static str = "counter";
+        const EVENT: &'static str = "other";
+    }
+
+    #[test]
+    fn an_extension_event_round_trips_through_its_payload() {
+        let payload = ExtensionPayload::new(&Tally { hits: 3 }).unwrap();
+        let event = Event::now(EventKind::Extension(payload));
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["kind"], "extension");
+        assert_eq!(json["extension"], "counter");
+        assert_eq!(json["event"], "tally");
+        assert_eq!(json["data"]["hits"], 3);
+        let back: Event = serde_json::from_value(json).unwrap();
+        assert_eq!(back.kind.name(), "extension");
+        let EventKind::Extension(payload) = back.kind else {
+            panic!("not an extension event");
+        };
+        assert_eq!(
+            payload.decode::<Tally>().unwrap().unwrap(),
+            Tally { hits: 3 }
+        );
+        assert!(payload.decode::<Other>().is_none());
     }
 }

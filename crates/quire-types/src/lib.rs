@@ -5,11 +5,18 @@
 //! agent loop, the store and the terminal never need to know each other.
 
 mod event;
+mod fields;
 mod ids;
 mod message;
 mod redact;
+mod text_enum;
 
 pub use event::{Event, EventKind, ToolResultViews};
+pub use fields::{
+    ApprovalDecision, CommandDecision, CompactionStage, ExtensionEvent, ExtensionPayload,
+    MessageSource, NotesVia, SessionStatus, TestPhase,
+};
 pub use ids::{SessionId, new_id};
 pub use message::{Message, ModelRequest, ModelResponse, StopReason, ToolCall, ToolSpec, Usage};
 pub use redact::Redactor;
+pub use text_enum::UnknownValue;

@@ -1,7 +1,6 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use quire_session::KNOWN_EXTENSIONS;
 
 use crate::cli::{ConfigCommand, GlobalArgs};
 use crate::client::load_agent;
@@ -12,41 +11,12 @@ pub fn config(global: &GlobalArgs, cmd: ConfigCommand) -> Result<ExitCode> {
     }
 }
 
-/// Validates an agent beyond parsing: extensions known, every tool an
-/// extension needs has its words, and prints the resolved config.
+/// Validates an agent beyond parsing (the extension list, every text its
+/// tools render: the same check a session makes before it starts) and
+/// prints the resolved config.
 fn check(global: &GlobalArgs, agent: Option<&str>) -> Result<ExitCode> {
     let config = load_agent(global, agent)?;
-    let mut problems = Vec::new();
-    for name in &config.extensions {
-        if !KNOWN_EXTENSIONS.contains(&name.as_str()) {
-            problems.push(format!(
-                "unknown extension `{name}` (known: {})",
-                KNOWN_EXTENSIONS.join(", ")
-            ));
-        }
-    }
-    problems.extend(quire_session::order_problems(&config));
-    for (ext, tools) in quire_session::tools_by_extension() {
-        if config.extensions.iter().any(|e| e == ext) {
-            for tool in tools.iter() {
-                if !config.tools.contains_key(*tool) {
-                    problems.push(format!("extension `{ext}` needs tools/{tool}.toml"));
-                }
-            }
-        }
-    }
-    // The note-taker is an agent of its own: its tools are not listed in
-    // `extensions`, but it needs their words whenever notes are on.
-    if config.notes.enabled {
-        for tool in quire_notes::NOTE_TAKER_TOOLS {
-            if !config.tools.contains_key(*tool) {
-                problems.push(format!("the note-taker needs tools/{tool}.toml"));
-            }
-        }
-        if config.prompts.note_taker.trim().is_empty() {
-            problems.push("the note-taker prompt (prompts.note_taker) is empty".into());
-        }
-    }
+    let problems = quire_session::config_problems(&config);
     if global.json {
         let value = serde_json::json!({ "config": config, "problems": problems });
         println!("{}", serde_json::to_string_pretty(&value)?);

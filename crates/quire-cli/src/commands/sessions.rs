@@ -39,7 +39,7 @@ fn list(
 ) -> Result<ExitCode> {
     let filter = SessionFilter {
         project,
-        status: status.map(|s| SessionStatus::from(s.as_str())),
+        status: status.map(|s| s.parse::<SessionStatus>()).transpose()?,
         limit: Some(limit),
     };
     let rows = store.list_sessions(&filter)?;

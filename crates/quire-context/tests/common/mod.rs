@@ -239,7 +239,7 @@ pub fn stages_before_requests(events: &[Event]) -> Vec<Vec<String>> {
     let mut pending = Vec::new();
     for event in events {
         match &event.kind {
-            EventKind::Compaction { stage, .. } => pending.push(stage.clone()),
+            EventKind::Compaction { stage, .. } => pending.push(stage.to_string()),
             EventKind::ModelRequest { .. } => out.push(std::mem::take(&mut pending)),
             _ => {}
         }
@@ -256,7 +256,7 @@ pub fn compactions(events: &[Event]) -> Vec<(String, u64, u64)> {
                 tokens_before,
                 tokens_after,
                 ..
-            } => Some((stage.clone(), *tokens_before, *tokens_after)),
+            } => Some((stage.to_string(), *tokens_before, *tokens_after)),
             _ => None,
         })
         .collect()
