@@ -153,23 +153,6 @@ fn resumed_state(config: &AgentConfig, messages: &[Message]) -> GuidanceState {
     state
 }
 
-/// Whether a file changed after the last test run, from the conversation
-/// itself (so it holds on resume and within the step that finishes).
-fn edits_since_test(config: &AgentConfig, messages: &[Message]) -> bool {
-    let roles = &config.tool_roles;
-    let mut pending = false;
-    for message in messages {
-        if let Message::Tool { name, is_error, .. } = message {
-            if roles.tests.contains(name) {
-                pending = false;
-            } else if roles.edits.contains(name) && !is_error {
-                pending = true;
-            }
-        }
-    }
-    pending
-}
-
 #[async_trait]
 impl Extension for GuidanceExtension {
     fn name(&self) -> &str {
@@ -244,8 +227,10 @@ impl Extension for GuidanceExtension {
 
     async fn check_finish(&self, ctx: &mut Ctx) -> Option<String> {
         let config = ctx.config.clone();
+        // The tools publish it (also rebuilt on resume); finish's own check
+        // reads the same fact.
         if self.tests_available
-            && edits_since_test(&config, &ctx.messages)
+            && ctx.facts.edited_since_test
             && let Some(text) =
                 ctx.state
                     .get_mut::<GuidanceState>()

@@ -6,6 +6,7 @@ use quire_config::AgentConfig;
 use quire_types::{Event, EventKind, Message, MessageSource, Usage};
 
 use crate::estimate::{CharEstimator, TokenEstimator};
+use crate::facts::WorkFacts;
 use crate::sink::{EventSink, SinkError};
 
 /// Per-session state that extensions share without knowing each other:
@@ -49,6 +50,8 @@ pub struct Ctx {
     /// Consecutive model replies that broke the protocol.
     pub protocol_repairs: u32,
     pub state: StateMap,
+    /// What the tools found out about the work (files touched, tests).
+    pub facts: WorkFacts,
     /// Counts request tokens for the trajectory; extensions may install a
     /// better one than the chars/4 default in `on_start`.
     pub estimator: Arc<dyn TokenEstimator>,
@@ -67,6 +70,7 @@ impl Ctx {
             tool_calls: 0,
             protocol_repairs: 0,
             state: StateMap::default(),
+            facts: WorkFacts::default(),
             estimator: Arc::new(CharEstimator),
             sink,
         }

@@ -10,6 +10,7 @@ mod context;
 mod error;
 mod estimate;
 pub mod extensions;
+mod facts;
 mod history;
 mod interrupt;
 mod run;
@@ -18,6 +19,7 @@ mod sink;
 pub use context::{Ctx, StateMap};
 pub use error::CoreError;
 pub use estimate::{CharEstimator, TokenEstimator};
+pub use facts::{TestOutcome, WorkFacts};
 pub use history::{pair_tool_calls, rebuild_history};
 pub use interrupt::Interrupt;
 pub use run::{

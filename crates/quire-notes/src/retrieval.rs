@@ -417,11 +417,7 @@ impl NotesExtension {
             return;
         }
         let tests_failed = ctx.config.tool_roles.tests.iter().any(|t| t == tool)
-            && ctx
-                .state
-                .get::<quire_tools::WorkspaceState>()
-                .and_then(|s| s.last_test.as_ref())
-                .is_some_and(|t| t.exit_code != Some(0) || t.timed_out);
+            && ctx.facts.last_test.is_some_and(|t| !t.passed());
         if !output.is_error && !tests_failed {
             return;
         }
@@ -671,7 +667,6 @@ mod tests {
     use super::*;
     use crate::testutil::{action, config, ctx};
     use crate::{Kind, NewNote, NoteTree, Provenance};
-    use quire_tools::{TestSummary, WorkspaceState};
 
     struct Fixture {
         dir: tempfile::TempDir,
@@ -939,10 +934,7 @@ mod tests {
 
         // Failing tests are not tool errors, but get a hint too.
         let mut fresh = crate::testutil::ctx(config());
-        fresh.state.get_mut::<WorkspaceState>().last_test = Some(TestSummary {
-            exit_code: Some(1),
-            ..TestSummary::default()
-        });
+        fresh.facts.tested(quire_core::TestOutcome::Failed);
         let mut tests = ToolOutput::ok(format!("Tests failed.\n{error}"), "");
         ext.offer_hint(&mut fresh, "run_tests", &mut tests);
         assert!(

@@ -249,6 +249,7 @@ mod tests {
     fn a_missing_error_text_is_refused_with_file_and_key() {
         let mut config = builtin();
         config.dir = Some(PathBuf::from("/agents/custom"));
+        config.extensions.push("commands".into());
         let errors = &mut config.tools.get_mut("run_command").unwrap().errors;
         errors.remove("denylisted");
         let problems = config_problems(&config);

@@ -143,6 +143,7 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
     ctx.state
         .get_mut::<WorkspaceState>()
         .mark_edited(path, content_hash(updated.as_bytes()));
+    ctx.facts.touched(path);
 
     // A deletion at the end of the file points past its last line.
     let total = split_lines(&updated).len().max(1);

@@ -53,13 +53,13 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
     }
     if config.finish.require_tests_after_edit {
         let tested_in_this_reply = tests_ran_in_this_reply(ctx);
-        let state = ctx.state.get_mut::<WorkspaceState>();
-        if state.test_command.is_some() && state.edits_since_test {
+        let can_test = ctx.state.get_mut::<WorkspaceState>().test_command.is_some();
+        if can_test && ctx.facts.edited_since_test {
             return ToolOutput::error(text(&config, TOOL, "tests_not_run", &[]));
         }
         // A finish sent in the same reply as a test run was decided before
         // its result: it stands only if the tests passed.
-        if tested_in_this_reply && state.last_test.as_ref().is_some_and(|t| !t.succeeded()) {
+        if tested_in_this_reply && ctx.facts.last_test.is_some_and(|t| !t.passed()) {
             return ToolOutput::error(text(&config, TOOL, "tests_failed_this_reply", &[]));
         }
     }

@@ -116,7 +116,8 @@ impl Extension for WorkspaceTools {
             .iter()
             .any(|m| matches!(m, quire_types::Message::Assistant { .. }))
         {
-            let rebuilt = state::rebuild(&self.copy, &ctx.messages);
+            let (rebuilt, facts) = state::rebuild(&self.copy, &ctx.messages);
+            ctx.facts = facts;
             let current = ctx.state.get_mut::<WorkspaceState>();
             let test_command = current.test_command.take();
             *current = WorkspaceState {

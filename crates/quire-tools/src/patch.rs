@@ -153,6 +153,7 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
     }
 
     let state = ctx.state.get_mut::<WorkspaceState>();
+    let mut touched = Vec::new();
     let mut listed = Vec::new();
     let mut diff = String::new();
     let mut notes = Vec::new();
@@ -169,6 +170,7 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
             Some(content) => state.mark_edited(rel, content_hash(content.as_bytes())),
             None => state.mark_deleted(rel),
         }
+        touched.push(rel.clone());
         let before = originals.get(&file.path).cloned().flatten();
         let before = if file.kind == ChangeKind::Created {
             None
@@ -227,6 +229,9 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
                 notes.push(text(&config, TOOL, "placed_whitespace", &vars));
             }
         }
+    }
+    for path in &touched {
+        ctx.facts.touched(path);
     }
     let mut agent = text(&config, TOOL, "applied", &[("files", &listed.join(", "))]);
     // A fix whose text is empty is not worth the model's attention.

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use quire_config::AgentConfig;
-use quire_core::{Ctx, ToolOutput};
+use quire_core::{Ctx, TestOutcome, ToolOutput};
 use quire_types::TestPhase;
 
 use crate::state::{TestSummary, WorkspaceState};
@@ -106,12 +106,16 @@ pub(crate) async fn run(copy: &SessionCopy, command: Option<&str>, ctx: &mut Ctx
     }) {
         tracing::warn!(%err, "could not record the test run");
     }
+    ctx.facts.tested(if summary.timed_out {
+        TestOutcome::TimedOut
+    } else if summary.succeeded() {
+        TestOutcome::Passed
+    } else {
+        TestOutcome::Failed
+    });
     let state = ctx.state.get_mut::<WorkspaceState>();
     state.last_test = Some(summary);
     state.test_runs += 1;
-    // A run that timed out still counts: the model has seen what the tests
-    // do with its change, and cannot make a hanging suite finish.
-    state.edits_since_test = false;
 
     let out = if output.timed_out {
         ToolOutput::error(agent)

@@ -9,12 +9,8 @@ pub struct WorkspaceState {
     /// Files the model has seen, by workspace-relative path (`/`-separated),
     /// with the sha256 of their content when last read or written by a tool.
     pub files_read: BTreeMap<String, String>,
-    /// Files changed by a tool, in the order first changed.
-    pub edited_files: Vec<String>,
-    /// True when a tool changed a file after the last test run (or no test
-    /// ran since the first edit); `finish` refuses while it is set.
-    pub edits_since_test: bool,
-    /// The latest `run_tests` result.
+    /// The latest `run_tests` result in full (the files changed and whether
+    /// the tests ran since are published in [`quire_core::WorkFacts`]).
     pub last_test: Option<TestSummary>,
     /// How many times `run_tests` ran; the session driver compares it with
     /// what it has recorded to emit one `TestRun` event per run.
@@ -39,13 +35,10 @@ impl WorkspaceState {
         self.files_read.insert(path.to_string(), hash);
     }
 
-    /// Records a successful change to `path` with its new content hash.
+    /// Records a successful change to `path` with its new content hash
+    /// (the caller publishes it in `ctx.facts`).
     pub(crate) fn mark_edited(&mut self, path: &str, hash: String) {
         self.mark_read(path, hash);
-        if !self.edited_files.iter().any(|p| p == path) {
-            self.edited_files.push(path.to_string());
-        }
-        self.edits_since_test = true;
         self.edit_failures.remove(path);
     }
 
@@ -57,10 +50,6 @@ impl WorkspaceState {
     /// Forgets a file (deleted by a patch).
     pub(crate) fn mark_deleted(&mut self, path: &str) {
         self.files_read.remove(path);
-        if !self.edited_files.iter().any(|p| p == path) {
-            self.edited_files.push(path.to_string());
-        }
-        self.edits_since_test = true;
         self.edit_failures.remove(path);
     }
 }
@@ -96,9 +85,10 @@ impl TestSummary {
 pub(crate) fn rebuild(
     copy: &quire_workspace::SessionCopy,
     messages: &[quire_types::Message],
-) -> WorkspaceState {
+) -> (WorkspaceState, quire_core::WorkFacts) {
     use quire_types::Message;
     let mut state = WorkspaceState::default();
+    let mut facts = quire_core::WorkFacts::default();
     let mut calls = std::collections::HashMap::new();
     let hash_of = |rel: &str| {
         copy.resolve(rel)
@@ -137,6 +127,7 @@ pub(crate) fn rebuild(
                     crate::edit::TOOL | crate::write::TOOL => {
                         if let Some(hash) = hash_of(path) {
                             state.mark_edited(path, hash);
+                            facts.touched(path);
                         }
                     }
                     crate::patch::TOOL => {
@@ -155,10 +146,13 @@ pub(crate) fn rebuild(
                                 Some(hash) => state.mark_edited(&path, hash),
                                 None => state.mark_deleted(&path),
                             }
+                            facts.touched(&path);
                         }
                     }
+                    // What the run found is not in the conversation's
+                    // facts; only that the tests ran after the edits.
                     crate::run_tests::TOOL => {
-                        state.edits_since_test = false;
+                        facts.edited_since_test = false;
                         state.test_runs += 1;
                     }
                     // Hits are `path:line:text`; the files they show were seen.
@@ -181,7 +175,7 @@ pub(crate) fn rebuild(
             _ => {}
         }
     }
-    state
+    (state, facts)
 }
 
 #[cfg(test)]
@@ -210,7 +204,7 @@ mod tests {
                 false,
             ),
         ];
-        let state = super::rebuild(&copy, &messages);
+        let (state, _) = super::rebuild(&copy, &messages);
         assert!(state.was_read("src/a.py"));
         assert!(!state.was_read("src/b.py"));
     }

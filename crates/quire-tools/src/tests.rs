@@ -689,9 +689,8 @@ async fn edit_refused_before_read_then_applied() {
         "{}",
         out.user_view
     );
-    let state = ctx.state.get::<WorkspaceState>().unwrap();
-    assert_eq!(state.edited_files, vec!["m.py".to_string()]);
-    assert!(state.edits_since_test);
+    assert_eq!(ctx.facts.touched, vec!["m.py".to_string()]);
+    assert!(ctx.facts.edited_since_test);
 }
 
 #[tokio::test]
@@ -1017,13 +1016,7 @@ async fn patch_failing_hunk_changes_nothing() {
         "b1\nb2\n"
     );
     assert!(!ws.root.join("c.py").exists());
-    assert!(
-        ctx.state
-            .get::<WorkspaceState>()
-            .unwrap()
-            .edited_files
-            .is_empty()
-    );
+    assert!(ctx.facts.touched.is_empty());
 }
 
 #[tokio::test]
@@ -1174,7 +1167,8 @@ async fn run_tests_digests_pytest_output() {
     assert_eq!(last.exit_code, Some(1));
     assert!(!last.succeeded());
     assert_eq!(state.test_runs, 1);
-    assert!(!state.edits_since_test);
+    assert!(!ctx.facts.edited_since_test);
+    assert_eq!(ctx.facts.last_test, Some(quire_core::TestOutcome::Failed));
     assert!(!ws.root.join("__pycache__").exists(), "no bytecode written");
     assert!(
         !out.agent_view.contains("previous run"),

@@ -51,6 +51,7 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
     ctx.state
         .get_mut::<WorkspaceState>()
         .mark_edited(path, content_hash(content.as_bytes()));
+    ctx.facts.touched(path);
     let lines = split_lines(content).len().to_string();
     let agent = text(
         &config,
