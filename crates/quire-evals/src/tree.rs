@@ -6,7 +6,8 @@ use std::path::{Component, Path};
 use std::time::Duration;
 
 use quire_patch::{ApplyOptions, ChangeKind, apply_patch};
-use quire_workspace::{RunOptions, SessionCopy, digest_test_output, run_command};
+use quire_test_digest::digest_test_output;
+use quire_workspace::{RunOptions, SessionCopy, run_command};
 use serde::Serialize;
 
 use crate::error::EvalError;

@@ -7,8 +7,9 @@ use quire_core::{Agent, Ctx, EventSink, Interrupt, LoopOutcome, pair_tool_calls,
 use quire_llm::ModelClient;
 use quire_notes::NotesPaths;
 use quire_store::{NewSession, SessionRow, SessionStatus, Store, Totals};
+use quire_test_digest::digest_test_output;
 use quire_types::{ApprovalDecision, EventKind, MessageSource, Redactor, SessionId, TestPhase};
-use quire_workspace::{SessionCopy, digest_test_output, run_command, unified_diff};
+use quire_workspace::{SessionCopy, run_command, unified_diff};
 
 use crate::approval::{Approver, Decision, ProposedChange};
 use crate::error::SessionError;

@@ -9,7 +9,8 @@ use quire_types::TestPhase;
 
 use crate::state::{TestSummary, WorkspaceState};
 use crate::util::text;
-use quire_workspace::{RunOptions, SessionCopy, TestDigest, digest_test_output, run_command};
+use quire_test_digest::{TestDigest, digest_test_output};
+use quire_workspace::{RunOptions, SessionCopy, run_command};
 
 pub(crate) const TOOL: &str = "run_tests";
 /// The `[errors]` keys this tool renders (checked when a config loads).

@@ -7,15 +7,14 @@
 //! ([`SessionCopy::resolve`]), the diff ([`SessionCopy::changes`],
 //! [`unified_diff`]), applying with a crash-safe backup
 //! ([`SessionCopy::apply_to_original`], [`AppliedChange`]), running commands
-//! in their own process group ([`run_command`]) and condensing test output
-//! ([`digest_test_output`]).
+//! in their own process group ([`run_command`]). Condensing test output
+//! is `quire-test-digest`'s job.
 //!
 //! Unix only: modes, symlinks and process groups are used directly.
 
 mod apply;
 mod copy;
 mod diff;
-mod digest;
 mod error;
 mod fsutil;
 mod guard;
@@ -28,7 +27,6 @@ mod walk;
 pub use apply::{AppliedChange, ApplyError, Conflict, ConflictReason};
 pub use copy::SessionCopy;
 pub use diff::{ChangeKind, Content, FileChange, unified_diff};
-pub use digest::{Runner, TestDigest, digest_test_output};
 pub use error::WorkspaceError;
 pub use guard::PathError;
 pub use lock::{LockError, PidLock};

@@ -3,7 +3,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use quire_workspace::{RunOptions, Runner, digest_test_output, run_command};
+use quire_test_digest::{TestFramework, digest_test_output};
+use quire_workspace::{RunOptions, run_command};
 
 fn opts(timeout_ms: u64, cap: usize) -> RunOptions {
     RunOptions {
@@ -172,7 +173,7 @@ async fn digest_of_a_real_run() {
         .await
         .unwrap();
     let d = digest_test_output(&out.output, out.exit_code);
-    assert_eq!(d.runner, Runner::Pytest);
+    assert_eq!(d.framework, TestFramework::Pytest);
     assert_eq!((d.passed, d.failed), (Some(3), Some(1)));
     assert_eq!(d.failing_tests, vec!["tests/test_a.py::test_x"]);
 }
