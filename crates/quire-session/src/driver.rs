@@ -561,7 +561,7 @@ impl Runner {
             elapsed_ms: totals.elapsed_ms,
             cost_usd: totals.cost_usd,
         })?;
-        self.with_store(|s| s.finish_session(&live.id, status.clone(), Some(&outcome), &totals))?;
+        self.with_store(|s| s.finish_session(&live.id, status, Some(&outcome), &totals))?;
         // What the session learnt is distilled into notes later, by a worker
         // (`quire notes distill`); an interrupted session has not ended yet.
         let tree = self.notes.root.display().to_string();

@@ -49,3 +49,29 @@ fn list_lines(missing: &[quire_config::MissingText]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+    use std::path::Path;
+
+    use super::SessionError;
+
+    /// The workspace's own error stays reachable, not flattened into text.
+    #[test]
+    fn a_session_copy_error_keeps_its_source() {
+        let err = quire_workspace::SessionCopy::create(
+            Path::new("/nonexistent/quire/original"),
+            Path::new("/nonexistent/quire/copy"),
+        )
+        .map_err(SessionError::from)
+        .unwrap_err();
+        assert!(matches!(err, SessionError::Copy(_)));
+        assert!(err.to_string().starts_with("session copy: "), "{err}");
+        let source = err.source().expect("the workspace error is the source");
+        assert!(
+            source.to_string().contains("/nonexistent/quire"),
+            "{source}"
+        );
+    }
+}
