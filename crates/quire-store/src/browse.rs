@@ -47,7 +47,7 @@ impl Store {
     pub fn session_page(&self, query: &SessionQuery) -> Result<SessionPage, StoreError> {
         let since = query.since.map(fmt_ts);
         let until = query.until.map(fmt_ts);
-        let status = query.status.as_ref().map(SessionStatus::as_str);
+        let status = query.status.map(SessionStatus::as_str);
         let mut clauses = String::from(" WHERE 1 = 1");
         let mut args: Vec<&dyn ToSql> = Vec::new();
         let filters: [(&str, Option<&dyn ToSql>); 5] = [

@@ -856,7 +856,7 @@ fn sessions_that_retrieved_a_note_are_found_by_its_exact_id() {
     let b = store.create_session(&new_session("b")).unwrap();
     let retrieved = |ids: &[&str]| {
         Event::now(EventKind::NotesRetrieved {
-            via: "search".into(),
+            via: quire_types::NotesVia::Search,
             ids: ids.iter().map(|s| s.to_string()).collect(),
         })
     };

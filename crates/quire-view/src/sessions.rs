@@ -66,7 +66,7 @@ impl ListParams {
         let page = self.page.unwrap_or(1).max(1);
         Ok(SessionQuery {
             project: nonempty(&self.project),
-            status: nonempty(&self.status).map(|s| SessionStatus::from(s.as_str())),
+            status: nonempty(&self.status).and_then(|s| s.parse::<SessionStatus>().ok()),
             agent: nonempty(&self.agent),
             since: date("since", &self.since, false)?,
             until: date("until", &self.until, true)?,
@@ -552,7 +552,10 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
         ),
         EventKind::UserMessage { source, content } => card(
             "user",
-            &format!("User message <span class=\"tag\">{}</span>", esc(source)),
+            &format!(
+                "User message <span class=\"tag\">{}</span>",
+                esc(source.as_str())
+            ),
             &pre(content),
         ),
         EventKind::ModelRequest {
@@ -658,7 +661,7 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
             );
             card(
                 "tests",
-                &format!("Tests <span class=\"tag\">{}</span>", esc(phase)),
+                &format!("Tests <span class=\"tag\">{}</span>", esc(phase.as_str())),
                 &format!(
                     "{figures}{}<details><summary>output</summary>{}</details>",
                     pre(digest),
@@ -676,7 +679,7 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
         ),
         EventKind::Approval { decision, feedback } => card(
             "approval",
-            &format!("Approval {}", status_tag(decision)),
+            &format!("Approval {}", status_tag(decision.as_str())),
             &feedback.as_deref().map(pre).unwrap_or_default(),
         ),
         EventKind::Applied { files } => card(
@@ -698,7 +701,10 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
             messages,
         } => card(
             "compaction",
-            &format!("Compaction <span class=\"tag\">{}</span>", esc(stage)),
+            &format!(
+                "Compaction <span class=\"tag\">{}</span>",
+                esc(stage.as_str())
+            ),
             &format!(
                 "<p>{} → {} tokens · {} messages kept · summary cost {} prompt tokens</p>{}",
                 num(*tokens_before),
@@ -723,7 +729,10 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
         EventKind::Error { message } => card("error bad", "Error", &pre(message)),
         EventKind::NotesRetrieved { via, ids } => card(
             "notes-retrieved",
-            &format!("Notes retrieved <span class=\"tag\">{}</span>", esc(via)),
+            &format!(
+                "Notes retrieved <span class=\"tag\">{}</span>",
+                esc(via.as_str())
+            ),
             &format!("<p>{}</p>", note_links(ids)),
         ),
         EventKind::Sandbox { enforced, detail } => card(
@@ -744,8 +753,18 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
             reason,
         } => card(
             "command",
-            &format!("Command {}", status_tag(decision)),
+            &format!("Command {}", status_tag(decision.as_str())),
             &format!("{}<p class=\"muted\">{}</p>", pre(command), esc(reason)),
+        ),
+        // An extension's own event: its owner, name and data, escaped.
+        EventKind::Extension(payload) => card(
+            "extension",
+            &format!(
+                "{} <span class=\"tag\">{}</span>",
+                esc(&payload.extension),
+                esc(&payload.event)
+            ),
+            &pre(&payload.data.to_string()),
         ),
         EventKind::SessionEnded {
             status,
@@ -757,7 +776,7 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
             cost_usd,
         } => card(
             "ended",
-            &format!("Session ended {}", status_tag(status)),
+            &format!("Session ended {}", status_tag(status.as_str())),
             &format!(
                 "{}<p>{iterations} model calls · {tool_calls} tool calls · {} prompt ({} cached) + {} completion tokens · {:.1}s · ${cost_usd:.4}</p>",
                 pre(outcome),
