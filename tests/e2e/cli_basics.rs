@@ -16,6 +16,12 @@ fn version_and_help_read_well() {
     assert!(out.status.success());
     assert!(stdout(&out).starts_with("quire "), "{}", stdout(&out));
     let help = stdout(&env.run(&["--help"]));
+    // The user reads what Quire is, not the crate's doc comment for developers.
+    assert!(
+        help.starts_with("Quire: a terminal coding agent."),
+        "{help}"
+    );
+    assert!(!help.contains("argument parsing"), "{help}");
     for word in [
         "run", "config", "models", "sessions", "--agent", "--home", "--json",
     ] {

@@ -594,3 +594,38 @@ fn parallel_jobs_give_the_same_results_without_cross_talk() {
     );
     assert_eq!(cmp["rate_diff"], 0.0);
 }
+
+#[test]
+fn a_task_named_without_a_split_runs_from_the_split_that_lists_it() {
+    // `sum-total` is in the meta suite's train split, not the default test split.
+    let env = Env::new(
+        "metasuite",
+        ScriptedServer::start_blocking(Script::sequence(vec![Reply::ToolCalls(vec![call(
+            "finish",
+            json!({"summary": "nothing to change"}),
+        )])])),
+    );
+    let out = env.run(&["--json", "eval", "run", &suite(&env), "--task", "sum-total"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run_id = run_json(&out)["run"]["id"].as_str().unwrap().to_string();
+    let store = env.store();
+    let run = store.get_eval_run(&run_id).unwrap().unwrap();
+    assert_eq!(run.split, "train");
+    let rows = results(&store, &run_id);
+    assert_eq!(rows.keys().collect::<Vec<_>>(), vec!["sum-total#1"]);
+    assert_eq!(rows["sum-total#1"].status, EvalResultStatus::Done);
+
+    // An explicit split still means that split, and says where the task is.
+    let out = env.run(&["eval", "run", &suite(&env), "--split", "test", "--task", "sum-total"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("use --split train"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

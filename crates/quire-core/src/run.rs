@@ -4,9 +4,10 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use quire_config::{AgentConfig, render};
-use quire_llm::ModelClient;
+use quire_llm::{ModelClient, RetryNotice};
 use quire_types::{
-    EventKind, Message, ModelRequest, ModelResponse, ToolCall, ToolResultViews, ToolSpec,
+    Event, EventKind, Message, ModelRequest, ModelResponse, ToolCall, ToolResultViews, ToolSpec,
+    Usage,
 };
 
 use crate::context::Ctx;
@@ -246,10 +247,11 @@ impl Agent {
                 estimated_tokens,
             })?;
             let started = Instant::now();
-            let mut response = tokio::select! {
-                r = self.client.complete(&request) => r?,
+            let (mut response, retried) = tokio::select! {
+                r = self.call_model(ctx, &request, iteration) => r?,
                 _ = interrupt.triggered() => return Ok(LoopOutcome::Interrupted),
             };
+            ctx.usage.add(retried);
             if response.usage.prompt_tokens > 0 {
                 ctx.estimator
                     .observe(estimated_tokens, response.usage.prompt_tokens);
@@ -286,6 +288,40 @@ impl Agent {
             }
         }
         Ok(LoopOutcome::IterationCap)
+    }
+
+    /// One model call. Each retried attempt is recorded as it happens
+    /// (`ModelRetry`: the user's line and the trajectory's record); the
+    /// tokens those attempts reported are returned to be counted too.
+    async fn call_model(
+        &self,
+        ctx: &Ctx,
+        request: &ModelRequest,
+        iteration: u32,
+    ) -> Result<(ModelResponse, Usage), CoreError> {
+        let sink = ctx.sink();
+        let retried = std::sync::Mutex::new(Usage::default());
+        let observe = |notice: &RetryNotice| {
+            if let Ok(mut usage) = retried.lock() {
+                usage.add(notice.usage);
+            }
+            let event = Event::now(EventKind::ModelRetry {
+                iteration,
+                failed_attempt: notice.attempt,
+                max_attempts: notice.max_attempts,
+                reason: notice.reason.clone(),
+                timed_out_after_secs: notice.timed_out_after.map(|d| d.as_secs_f64()),
+                usage: notice.usage,
+                elapsed_ms: notice.elapsed.as_millis() as u64,
+                retry_in_ms: notice.delay.as_millis() as u64,
+            });
+            if let Err(err) = sink.emit(&event) {
+                tracing::warn!(%err, "cannot record a model retry");
+            }
+        };
+        let response = self.client.complete_observed(request, &observe).await?;
+        let retried = retried.into_inner().unwrap_or_else(|p| p.into_inner());
+        Ok((response, retried))
     }
 
     async fn build_request(&self, ctx: &mut Ctx) -> Result<ModelRequest, CoreError> {
