@@ -213,7 +213,11 @@ fn the_demo_without_pytest_says_how_to_get_it_before_doing_anything() {
     let fake = bin.join("python3");
     std::fs::write(&fake, "#!/bin/sh\nexit 1\n").unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../evals/demo");
     let out = env
         .quire()
@@ -223,6 +227,12 @@ fn the_demo_without_pytest_says_how_to_get_it_before_doing_anything() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("pytest") && err.contains("bash .ci/deps"), "{err}");
-    assert!(!env.home.path().join("demo").exists(), "nothing copied, no session");
+    assert!(
+        err.contains("pytest") && err.contains("bash .ci/deps"),
+        "{err}"
+    );
+    assert!(
+        !env.home.path().join("demo").exists(),
+        "nothing copied, no session"
+    );
 }

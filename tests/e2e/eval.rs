@@ -621,7 +621,15 @@ fn a_task_named_without_a_split_runs_from_the_split_that_lists_it() {
     assert_eq!(rows["sum-total#1"].status, EvalResultStatus::Done);
 
     // An explicit split still means that split, and says where the task is.
-    let out = env.run(&["eval", "run", &suite(&env), "--split", "test", "--task", "sum-total"]);
+    let out = env.run(&[
+        "eval",
+        "run",
+        &suite(&env),
+        "--split",
+        "test",
+        "--task",
+        "sum-total",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("use --split train"),

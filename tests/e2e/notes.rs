@@ -725,17 +725,26 @@ fn notes_written_by_hand_need_only_a_title_and_notes_new_writes_a_valid_skeleton
     assert_eq!(show["meta"]["scope"], "project");
     assert_eq!(show["meta"]["project"], "pricing");
     assert_eq!(show["meta"]["topic"], "money");
-    let hits: Value =
-        serde_json::from_str(&ok(&["notes", "search", "Decimal float apply_discount", "--json"]))
-            .unwrap();
+    let hits: Value = serde_json::from_str(&ok(&[
+        "notes",
+        "search",
+        "Decimal float apply_discount",
+        "--json",
+    ]))
+    .unwrap();
     assert_eq!(hits[0]["id"], "projects/pricing/money/decimal");
     let stats: Value = serde_json::from_str(&ok(&["notes", "stats", "--json"])).unwrap();
     assert_eq!(stats["notes"], 1);
     assert!(stats["broken"].as_array().unwrap().is_empty(), "{stats}");
-    assert_eq!(stats["filled"][0]["path"], "projects/pricing/money/decimal.md");
+    assert_eq!(
+        stats["filled"][0]["path"],
+        "projects/pricing/money/decimal.md"
+    );
     assert_eq!(
         stats["filled"][0]["fields"],
-        json!(["id", "kind", "scope", "project", "topic", "created", "updated"])
+        json!([
+            "id", "kind", "scope", "project", "topic", "created", "updated"
+        ])
     );
     let text = ok(&["notes", "stats"]);
     assert!(
@@ -753,7 +762,15 @@ fn notes_written_by_hand_need_only_a_title_and_notes_new_writes_a_valid_skeleton
     .unwrap();
     let visual = format!("sh {}", editor.display());
     let out = quire(
-        &["notes", "new", "shared/python/rounding", "--title", "Rounding money", "--kind", "how-to"],
+        &[
+            "notes",
+            "new",
+            "shared/python/rounding",
+            "--title",
+            "Rounding money",
+            "--kind",
+            "how-to",
+        ],
         Some(&visual),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -774,15 +791,32 @@ fn notes_written_by_hand_need_only_a_title_and_notes_new_writes_a_valid_skeleton
     assert_eq!(hits[0]["title"], "Rounding money");
     let stats: Value = serde_json::from_str(&ok(&["notes", "stats", "--json"])).unwrap();
     assert_eq!(stats["notes"], 2);
-    assert_eq!(stats["filled"].as_array().unwrap().len(), 1, "the skeleton lacks nothing");
+    assert_eq!(
+        stats["filled"].as_array().unwrap().len(),
+        1,
+        "the skeleton lacks nothing"
+    );
 
     // Never over an existing note; a skeleton broken in the editor is kept and named.
-    let out = quire(&["notes", "new", "shared/python/rounding.md", "--title", "Again"], Some("true"));
+    let out = quire(
+        &[
+            "notes",
+            "new",
+            "shared/python/rounding.md",
+            "--title",
+            "Again",
+        ],
+        Some("true"),
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
     assert!(read(&notes.join("shared/python/rounding.md")).contains("Rounding money"));
     let breaker = env.home.path().join("breaker.sh");
-    std::fs::write(&breaker, "#!/bin/sh\nsed -i 's/^kind: .*/kind: rumour/' \"$1\"\n").unwrap();
+    std::fs::write(
+        &breaker,
+        "#!/bin/sh\nsed -i 's/^kind: .*/kind: rumour/' \"$1\"\n",
+    )
+    .unwrap();
     let out = quire(
         &["notes", "new", "shared/python/broken", "--title", "Broken"],
         Some(&format!("sh {}", breaker.display())),
@@ -790,9 +824,18 @@ fn notes_written_by_hand_need_only_a_title_and_notes_new_writes_a_valid_skeleton
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains("broken.md") && err.contains("rumour"), "{err}");
-    assert!(err.contains("quire notes edit shared/python/broken.md"), "{err}");
-    assert!(notes.join("shared/python/broken.md").exists(), "nothing is lost");
-    let out = quire(&["notes", "new", "../outside", "--title", "Out"], Some("true"));
+    assert!(
+        err.contains("quire notes edit shared/python/broken.md"),
+        "{err}"
+    );
+    assert!(
+        notes.join("shared/python/broken.md").exists(),
+        "nothing is lost"
+    );
+    let out = quire(
+        &["notes", "new", "../outside", "--title", "Out"],
+        Some("true"),
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(!env.home.path().join("outside.md").exists());
 }

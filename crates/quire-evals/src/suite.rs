@@ -296,7 +296,11 @@ impl Suite {
                 let why = if self.task(id).is_some() {
                     format!("task `{id}` is in no split of suite {}", self.name)
                 } else {
-                    format!("suite {} has no task `{id}` (it has: {})", self.name, known.join(", "))
+                    format!(
+                        "suite {} has no task `{id}` (it has: {})",
+                        self.name,
+                        known.join(", ")
+                    )
                 };
                 return Err(EvalError::Selection(why));
             };
@@ -442,7 +446,10 @@ mod tests {
         assert!(err.contains("no tasks in split `val`"), "{err}");
         // Named without a split, a task runs from wherever it is listed.
         let sel = suite.select_named(&["b".into()]).unwrap();
-        assert_eq!((sel.split.as_str(), sel.tasks.clone()), ("train", vec!["b".to_string()]));
+        assert_eq!(
+            (sel.split.as_str(), sel.tasks.clone()),
+            ("train", vec!["b".to_string()])
+        );
         let sel = suite.select_named(&["a".into(), "b".into()]).unwrap();
         assert_eq!(sel.split, "train+test");
         assert_eq!(sel.tasks, vec!["b", "a"]);

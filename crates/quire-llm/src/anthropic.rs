@@ -73,7 +73,7 @@ impl Wire for Protocol {
     }
 
     fn usage_so_far(state: &StreamState) -> Usage {
-        state.usage.clone().to_usage()
+        state.usage.to_usage()
     }
 }
 
@@ -84,7 +84,6 @@ impl AnthropicClient {
         request: &ModelRequest,
         observer: Option<&RetryObserver<'_>>,
     ) -> Result<ModelResponse, LlmError> {
-
         let s = &self.core.settings;
         let body = request_body(request, &s.model, s.stream);
         let url = self.endpoint();
@@ -98,7 +97,9 @@ impl AnthropicClient {
         );
         self.core
             .policy()
-            .run(observer, |_| attempt::<Protocol>(&self.core, &url, self.headers(), &body))
+            .run(observer, |_| {
+                attempt::<Protocol>(&self.core, &url, self.headers(), &body)
+            })
             .await
     }
 }

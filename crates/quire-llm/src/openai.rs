@@ -65,7 +65,6 @@ impl OpenAiClient {
         request: &ModelRequest,
         observer: Option<&RetryObserver<'_>>,
     ) -> Result<ModelResponse, LlmError> {
-
         let s = &self.core.settings;
         let body = request_body(request, &s.model, s.stream);
         let url = self.core.url("chat/completions");
@@ -79,7 +78,9 @@ impl OpenAiClient {
         );
         self.core
             .policy()
-            .run(observer, |_| attempt::<Protocol>(&self.core, &url, self.auth(), &body))
+            .run(observer, |_| {
+                attempt::<Protocol>(&self.core, &url, self.auth(), &body)
+            })
             .await
     }
 }

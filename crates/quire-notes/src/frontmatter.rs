@@ -695,25 +695,51 @@ mod tests {
     fn a_note_with_only_a_title_is_filled_from_its_place_and_says_what_was_filled() {
         let text = "---\ntitle: Fixtures live in conftest\n---\nThe shared fixtures are in tests/conftest.py.\n";
         // Without its place in the tree, the old rule holds.
-        assert!(parse(text).unwrap_err().message.contains("missing or empty"));
+        assert!(
+            parse(text)
+                .unwrap_err()
+                .message
+                .contains("missing or empty")
+        );
         let (m, body, filled) = parse_with(text, &defaults()).unwrap();
         assert_eq!(m.title, "Fixtures live in conftest");
         assert_eq!(m.id, "projects/shop/testing/fixtures");
         assert_eq!((m.kind, m.scope), (Kind::Insight, Scope::Project));
-        assert_eq!((m.project.as_deref(), m.topic.as_str()), (Some("shop"), "testing"));
-        assert_eq!((m.created, m.updated), (defaults().created, defaults().updated));
+        assert_eq!(
+            (m.project.as_deref(), m.topic.as_str()),
+            (Some("shop"), "testing")
+        );
+        assert_eq!(
+            (m.created, m.updated),
+            (defaults().created, defaults().updated)
+        );
         assert_eq!(body, "The shared fixtures are in tests/conftest.py.");
         use FilledField as F;
         assert_eq!(
             filled,
-            vec![F::Id, F::Kind, F::Scope, F::Project, F::Topic, F::Created, F::Updated]
+            vec![
+                F::Id,
+                F::Kind,
+                F::Scope,
+                F::Project,
+                F::Topic,
+                F::Created,
+                F::Updated
+            ]
         );
 
         // What is written wins; only the rest is filled.
-        let text = "---\nid: mine\ntitle: T\nkind: how-to\nscope: shared\ncreated: 2024-01-01\n---\n";
+        let text =
+            "---\nid: mine\ntitle: T\nkind: how-to\nscope: shared\ncreated: 2024-01-01\n---\n";
         let (m, _, filled) = parse_with(text, &defaults()).unwrap();
-        assert_eq!((m.id.as_str(), m.kind, m.scope, m.project), ("mine", Kind::HowTo, Scope::Shared, None));
-        assert_eq!(m.updated, m.created, "a written `created` stands for `updated` too");
+        assert_eq!(
+            (m.id.as_str(), m.kind, m.scope, m.project),
+            ("mine", Kind::HowTo, Scope::Shared, None)
+        );
+        assert_eq!(
+            m.updated, m.created,
+            "a written `created` stands for `updated` too"
+        );
         assert_eq!(filled, vec![F::Topic]);
 
         // The title cannot be filled, and bad values are still errors.

@@ -413,10 +413,12 @@ impl NoteTree {
             Err(e) => return Err(read_err(&abs)(e)),
         };
         let (meta, body, _) =
-            frontmatter::parse_with(&text, &file_defaults(rel, &abs)).map_err(|e| Error::Parse {
-                path: abs.clone(),
-                line: e.line,
-                message: e.message,
+            frontmatter::parse_with(&text, &file_defaults(rel, &abs)).map_err(|e| {
+                Error::Parse {
+                    path: abs.clone(),
+                    line: e.line,
+                    message: e.message,
+                }
             })?;
         Ok(Some(Note {
             meta,
@@ -614,7 +616,11 @@ fn place_of(rel: &Path) -> (Scope, Option<String>, String) {
         [.., folder] => (Scope::Shared, None, Some(folder.clone())),
         [] => (Scope::Shared, None, None),
     };
-    (scope, project, topic.unwrap_or_else(|| GENERAL_TOPIC.to_string()))
+    (
+        scope,
+        project,
+        topic.unwrap_or_else(|| GENERAL_TOPIC.to_string()),
+    )
 }
 
 /// The topic of a note whose folders do not name one.

@@ -621,7 +621,16 @@ fn chunked_response(
     cut: bool,
     content_length: Option<usize>,
 ) -> Response {
-    paced_response(content_type, chunks, Pace { interval, cut, ..Pace::default() }, content_length)
+    paced_response(
+        content_type,
+        chunks,
+        Pace {
+            interval,
+            cut,
+            ..Pace::default()
+        },
+        content_length,
+    )
 }
 
 /// How a chunked body is played: a wait before the first chunk, one
@@ -653,7 +662,11 @@ fn paced_response(
     let stream = futures::stream::unfold(feed, |mut f| async move {
         match f.chunks.next() {
             Some(chunk) => {
-                let wait = if f.first { f.pace.lead } else { f.pace.interval };
+                let wait = if f.first {
+                    f.pace.lead
+                } else {
+                    f.pace.interval
+                };
                 if let Some(d) = wait {
                     tokio::time::sleep(d).await;
                 }

@@ -331,7 +331,10 @@ fn writes_the_apply_would_refuse_are_known_before_the_apply() {
     symlink(outside.path(), f.ws.path().join("vendor")).unwrap();
     symlink("nowhere", f.ws.path().join("dangling")).unwrap();
     let copy = SessionCopy::create(f.ws.path(), &f.state.path().join("work2")).unwrap();
-    assert!(copy.resolve("vendor/lib.py").is_ok(), "the copy alone allows it");
+    assert!(
+        copy.resolve("vendor/lib.py").is_ok(),
+        "the copy alone allows it"
+    );
     assert!(matches!(
         copy.check_applicable("vendor/lib.py"),
         Err(quire_workspace::PathError::Outside { .. })

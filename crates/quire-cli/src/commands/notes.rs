@@ -442,7 +442,13 @@ fn edit(global: &GlobalArgs, o: &Opened, arg: &str) -> Result<ExitCode> {
     let note = o.resolve(arg)?;
     let path = o.notes.tree.abs_path(&note);
     open_in_editor(&path).context("the note was not re-indexed")?;
-    check_and_index(global, o, &path, note.id(), &format!("quire notes edit {arg}"))
+    check_and_index(
+        global,
+        o,
+        &path,
+        note.id(),
+        &format!("quire notes edit {arg}"),
+    )
 }
 
 /// Opens `path` in $VISUAL, else $EDITOR, else vi, and waits for it.

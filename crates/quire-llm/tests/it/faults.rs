@@ -485,7 +485,11 @@ async fn a_slow_first_token_within_the_idle_limit_is_not_retried() {
         let mut s = settings(provider, true, &server);
         s.idle_timeout = Duration::from_millis(300);
         s.max_attempts = 1;
-        let err = build_client(s).unwrap().complete(&request()).await.unwrap_err();
+        let err = build_client(s)
+            .unwrap()
+            .complete(&request())
+            .await
+            .unwrap_err();
         assert!(
             matches!(err, LlmError::Timeout { after, .. } if after == Duration::from_millis(300)),
             "{provider}: {err:?}"
