@@ -237,9 +237,13 @@ impl NoteTree {
         if rel.extension().is_none_or(|e| e != "md") {
             rel.as_mut_os_string().push(".md");
         }
-        if !is_note_file(&rel) || rel.components().count() == 0 {
+        // Hidden folders are never scanned: a note there would be lost.
+        let hidden = rel
+            .components()
+            .any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
+        if !is_note_file(&rel) || hidden {
             return Err(Error::Invalid(format!(
-                "{}: a note is a `.md` file other than {README}, not hidden",
+                "{}: a note is a `.md` file other than {README}, in no hidden folder",
                 rel.display()
             )));
         }
