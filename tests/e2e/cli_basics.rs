@@ -16,6 +16,12 @@ fn version_and_help_read_well() {
     assert!(out.status.success());
     assert!(stdout(&out).starts_with("quire "), "{}", stdout(&out));
     let help = stdout(&env.run(&["--help"]));
+    // The user reads what Quire is, not the crate's doc comment for developers.
+    assert!(
+        help.starts_with("Quire: a terminal coding agent."),
+        "{help}"
+    );
+    assert!(!help.contains("argument parsing"), "{help}");
     for word in [
         "run", "config", "models", "sessions", "--agent", "--home", "--json",
     ] {
@@ -251,4 +257,37 @@ fn the_demo_replays_the_bundled_recording_end_to_end() {
         .path();
     let fixed = std::fs::read_to_string(copy.join("src/date_range.py")).unwrap();
     assert!(fixed.contains("start <= day <= end"), "{fixed}");
+}
+
+#[test]
+fn the_demo_without_pytest_says_how_to_get_it_before_doing_anything() {
+    let env = env(vec![]);
+    // A python3 that cannot import pytest (or anything): first on PATH.
+    let bin = env.home.path().join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("python3");
+    std::fs::write(&fake, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../evals/demo");
+    let out = env
+        .quire()
+        .env("PATH", path)
+        .args(["demo", "--dir", demo.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("pytest") && err.contains("bash .ci/deps"),
+        "{err}"
+    );
+    assert!(
+        !env.home.path().join("demo").exists(),
+        "nothing copied, no session"
+    );
 }

@@ -687,3 +687,155 @@ fn no_notes_turns_retrieval_and_distillation_off() {
     assert!(first.tool_names().contains(&"search_notes".to_string()));
     assert!(first.tool_names().contains(&"read_note".to_string()));
 }
+
+#[test]
+fn notes_written_by_hand_need_only_a_title_and_notes_new_writes_a_valid_skeleton() {
+    let env = Env::new(
+        "pricing",
+        ScriptedServer::start_blocking(Script::sequence(vec![])),
+    );
+    let root = ["-c", "notes.root=\"team-notes\""];
+    let notes = env.home.path().join("team-notes");
+    let by_hand = notes.join("projects/pricing/money/decimal.md");
+    std::fs::create_dir_all(by_hand.parent().unwrap()).unwrap();
+    std::fs::write(
+        &by_hand,
+        "---\ntitle: Money is Decimal here\n---\nNever mix Decimal and float in apply_discount.\n",
+    )
+    .unwrap();
+    let quire = |args: &[&str], visual: Option<&str>| {
+        let mut cmd = env.quire();
+        cmd.args(root).args(args);
+        if let Some(editor) = visual {
+            cmd.env("VISUAL", editor);
+        }
+        cmd.output().unwrap()
+    };
+    let ok = |args: &[&str]| {
+        let out = quire(args, None);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+
+    // Found by the id its path gives it, by search, and reported as filled.
+    let show = ok(&["notes", "show", "projects/pricing/money/decimal", "--json"]);
+    let show: Value = serde_json::from_str(&show).unwrap();
+    assert_eq!(show["meta"]["title"], "Money is Decimal here");
+    assert_eq!(show["meta"]["kind"], "insight");
+    assert_eq!(show["meta"]["scope"], "project");
+    assert_eq!(show["meta"]["project"], "pricing");
+    assert_eq!(show["meta"]["topic"], "money");
+    let hits: Value = serde_json::from_str(&ok(&[
+        "notes",
+        "search",
+        "Decimal float apply_discount",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(hits[0]["id"], "projects/pricing/money/decimal");
+    let stats: Value = serde_json::from_str(&ok(&["notes", "stats", "--json"])).unwrap();
+    assert_eq!(stats["notes"], 1);
+    assert!(stats["broken"].as_array().unwrap().is_empty(), "{stats}");
+    assert_eq!(
+        stats["filled"][0]["path"],
+        "projects/pricing/money/decimal.md"
+    );
+    assert_eq!(
+        stats["filled"][0]["fields"],
+        json!([
+            "id", "kind", "scope", "project", "topic", "created", "updated"
+        ])
+    );
+    let text = ok(&["notes", "stats"]);
+    assert!(
+        text.contains("1 hand-written notes had fields filled")
+            && text.contains("projects/pricing/money/decimal.md (id, kind, scope"),
+        "{text}"
+    );
+
+    // `notes new`: a complete skeleton, opened in the editor, then indexed.
+    let editor = env.home.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nprintf 'Round half even with quantize, never round().\\n' >> \"$1\"\n",
+    )
+    .unwrap();
+    let visual = format!("sh {}", editor.display());
+    let out = quire(
+        &[
+            "notes",
+            "new",
+            "shared/python/rounding",
+            "--title",
+            "Rounding money",
+            "--kind",
+            "how-to",
+        ],
+        Some(&visual),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let written = read(&notes.join("shared/python/rounding.md"));
+    for field in [
+        "title: \"Rounding money\"",
+        "kind: how-to",
+        "scope: shared",
+        "topic: \"python\"",
+        "created: ",
+        "## Steps",
+        "never round().",
+    ] {
+        assert!(written.contains(field), "{field}: {written}");
+    }
+    let hits: Value =
+        serde_json::from_str(&ok(&["notes", "search", "quantize", "--json"])).unwrap();
+    assert_eq!(hits[0]["title"], "Rounding money");
+    let stats: Value = serde_json::from_str(&ok(&["notes", "stats", "--json"])).unwrap();
+    assert_eq!(stats["notes"], 2);
+    assert_eq!(
+        stats["filled"].as_array().unwrap().len(),
+        1,
+        "the skeleton lacks nothing"
+    );
+
+    // Never over an existing note; a skeleton broken in the editor is kept and named.
+    let out = quire(
+        &[
+            "notes",
+            "new",
+            "shared/python/rounding.md",
+            "--title",
+            "Again",
+        ],
+        Some("true"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
+    assert!(read(&notes.join("shared/python/rounding.md")).contains("Rounding money"));
+    let breaker = env.home.path().join("breaker.sh");
+    std::fs::write(
+        &breaker,
+        "#!/bin/sh\nsed -i 's/^kind: .*/kind: rumour/' \"$1\"\n",
+    )
+    .unwrap();
+    let out = quire(
+        &["notes", "new", "shared/python/broken", "--title", "Broken"],
+        Some(&format!("sh {}", breaker.display())),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("broken.md") && err.contains("rumour"), "{err}");
+    assert!(
+        err.contains("quire notes edit shared/python/broken.md"),
+        "{err}"
+    );
+    assert!(
+        notes.join("shared/python/broken.md").exists(),
+        "nothing is lost"
+    );
+    let out = quire(
+        &["notes", "new", "../outside", "--title", "Out"],
+        Some("true"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!env.home.path().join("outside.md").exists());
+}

@@ -500,3 +500,82 @@ fn a_file_changed_in_the_original_meanwhile_blocks_the_apply_and_is_named() {
     );
     assert!(!kinds(&events).iter().any(|k| k == "applied"));
 }
+
+/// A stream that starts and stalls past the idle limit is retried; the user
+/// sees one line, the trajectory keeps both attempts and their tokens, and
+/// the session's totals count the stalled attempt's prompt too.
+#[test]
+fn a_stalled_stream_is_retried_visibly_and_both_attempts_are_recorded() {
+    let mut script = vec![Reply::Fault(quire_testkit::Fault::StallStream)];
+    script.extend(happy_script());
+    let env = Env::new(
+        "pricing",
+        ScriptedServer::start_blocking(Script::sequence(script)),
+    );
+    let out = env
+        .quire_at(&env.server.anthropic_base_url())
+        .args([
+            "--provider",
+            "anthropic",
+            "-c",
+            "model.stream_idle_timeout_secs=1",
+        ])
+        .args(["run", env.ws().to_str().unwrap(), "--yes"])
+        .output()
+        .unwrap();
+    let (out_text, err_text) = (stdout(&out), crate::harness::stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{out_text}\n{err_text}");
+    let shown = format!("{out_text}{err_text}");
+    assert_eq!(
+        shown
+            .matches("model did not answer in 1 s; retrying 2/5")
+            .count(),
+        1,
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("model request failed; retrying"),
+        "no log line besides: {shown}"
+    );
+
+    let (session, events) = env.only_session();
+    let kinds = kinds(&events);
+    let first_request = kinds.iter().position(|k| k == "model_request").unwrap();
+    assert_eq!(
+        kinds[first_request..first_request + 3],
+        ["model_request", "model_retry", "model_response"]
+    );
+    let retry = &events[first_request + 1].event.kind;
+    let quire_types::EventKind::ModelRetry {
+        failed_attempt,
+        max_attempts,
+        timed_out_after_secs,
+        usage: stalled,
+        ..
+    } = retry
+    else {
+        panic!("{retry:?}");
+    };
+    assert_eq!((*failed_attempt, *max_attempts), (1, 5));
+    assert_eq!(*timed_out_after_secs, Some(1.0));
+    assert!(
+        stalled.prompt_tokens > 0,
+        "the stalled attempt's tokens: {stalled:?}"
+    );
+    let answered: u64 = events
+        .iter()
+        .filter_map(|e| match &e.event.kind {
+            quire_types::EventKind::ModelResponse { usage, .. } => Some(usage.prompt_tokens),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(
+        session.totals.usage.prompt_tokens,
+        answered + stalled.prompt_tokens
+    );
+    assert_eq!(
+        env.server.requests().len(),
+        5,
+        "four steps, one of them sent twice"
+    );
+}

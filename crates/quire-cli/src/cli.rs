@@ -5,7 +5,14 @@ use clap::{Args, Parser, Subcommand};
 /// Quire: a terminal coding agent that works on a copy of your project, shows
 /// you the change, and applies it only when you approve and the tests pass.
 #[derive(Debug, Parser)]
-#[command(name = "quire", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "quire",
+    version,
+    about = "Quire: a terminal coding agent. It works on a copy of your project, shows you the change as a \
+             diff, and applies it only when you approve and your tests pass.",
+    long_about = None,
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -256,16 +263,17 @@ pub enum EvalCommand {
 pub struct EvalRunArgs {
     /// The suite folder (tasks, optionally suite.toml).
     pub suite: PathBuf,
-    /// train, val or test.
-    #[arg(long, default_value = "test")]
-    pub split: String,
+    /// train, val or test (default: test; with --task and no --split, the tasks run from
+    /// whichever split lists them).
+    #[arg(long)]
+    pub split: Option<String>,
     /// Attempts per task.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Attempts at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: u32,
-    /// Only these tasks of the split.
+    /// Only these tasks (of --split when given, else of any split).
     #[arg(long = "task", value_name = "ID", num_args = 1..)]
     pub tasks: Vec<String>,
     /// Seconds per attempt; past it the session is interrupted and the attempt is a timeout.
@@ -330,6 +338,22 @@ pub enum NotesCommand {
         all: bool,
         #[arg(long, default_value_t = 10)]
         limit: usize,
+    },
+    /// Write a new note by hand: a valid skeleton at PATH in the notes tree (scope, project and
+    /// topic from its folders), opened in $VISUAL or $EDITOR, then checked and indexed.
+    New {
+        /// Where in the notes tree, e.g. shared/python/decimal-floats.md or
+        /// projects/shop/testing/fixtures.md (`.md` is added when missing).
+        path: PathBuf,
+        /// The note's title (the one field a note must have).
+        #[arg(long)]
+        title: String,
+        /// insight, hindsight, how-to or architecture: the body template.
+        #[arg(long, default_value = "insight")]
+        kind: String,
+        /// Write the skeleton without opening an editor.
+        #[arg(long)]
+        no_edit: bool,
     },
     /// Open a note in $VISUAL or $EDITOR, then check and re-index it.
     Edit {

@@ -126,6 +126,7 @@ pub fn live_client(config: &AgentConfig) -> Result<Arc<dyn ModelClient>> {
         api_key_env: m.api_key_env.clone(),
         api_key,
         request_timeout: Duration::from_secs(m.request_timeout_secs),
+        idle_timeout: Duration::from_secs(m.stream_idle_timeout_secs),
         stream: m.stream,
         max_attempts: m.max_attempts.max(1),
         retry_base_delay: Duration::from_millis(m.retry_base_delay_ms),

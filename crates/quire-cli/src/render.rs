@@ -136,6 +136,19 @@ impl Renderer {
                 }
                 out
             }
+            EventKind::ModelRetry {
+                failed_attempt,
+                max_attempts,
+                reason,
+                timed_out_after_secs,
+                ..
+            } => {
+                let next = format!("retrying {}/{max_attempts}", failed_attempt + 1);
+                s.yellow(&match timed_out_after_secs {
+                    Some(secs) => format!("model did not answer in {} s; {next}", secs.round()),
+                    None => format!("model request failed ({}); {next}", first_line(reason)),
+                })
+            }
             EventKind::ToolCallStarted {
                 name, arguments, ..
             } => {

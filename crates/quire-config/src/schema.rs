@@ -37,8 +37,13 @@ pub struct ModelConfig {
     pub temperature: Option<f32>,
     #[serde(default = "defaults::max_output_tokens")]
     pub max_output_tokens: u32,
+    /// The overall limit of one model request (a whole stream included).
     #[serde(default = "defaults::request_timeout_secs")]
     pub request_timeout_secs: u64,
+    /// For streams: how long to wait for the answer to start and between
+    /// two chunks before the attempt is cut and retried.
+    #[serde(default = "defaults::stream_idle_timeout_secs")]
+    pub stream_idle_timeout_secs: u64,
     #[serde(default = "defaults::yes")]
     pub stream: bool,
     #[serde(default)]
@@ -427,7 +432,10 @@ pub(crate) mod defaults {
         4096
     }
     pub fn request_timeout_secs() -> u64 {
-        120
+        1800
+    }
+    pub fn stream_idle_timeout_secs() -> u64 {
+        300
     }
     pub fn max_attempts() -> u32 {
         5

@@ -76,6 +76,12 @@ impl Ctx {
         }
     }
 
+    /// The event channel, for what is recorded while the loop waits (a
+    /// model call's retries).
+    pub fn sink(&self) -> Arc<dyn EventSink> {
+        self.sink.clone()
+    }
+
     pub fn emit(&self, kind: EventKind) -> Result<(), SinkError> {
         self.sink.emit(&Event::now(kind))
     }

@@ -4,10 +4,10 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use quire_config::{AgentConfig, render};
-use quire_llm::{LlmError, ModelClient};
+use quire_llm::{LlmError, ModelClient, RetryNotice};
 use quire_types::{
-    EventKind, Message, MessageSource, ModelRequest, ModelResponse, ToolCall, ToolResultViews,
-    ToolSpec,
+    Event, EventKind, Message, MessageSource, ModelRequest, ModelResponse, ToolCall,
+    ToolResultViews, ToolSpec, Usage,
 };
 
 use crate::context::Ctx;
@@ -250,11 +250,12 @@ impl Agent {
             // An iteration counts once the model has answered, so a call cut
             // short by an interrupt or a kill is made again on resume.
             let iteration = ctx.iteration + 1;
-            let Some((mut response, estimated_tokens, started)) =
+            let Some((mut response, retried, estimated_tokens, started)) =
                 self.call_model(ctx, iteration, interrupt).await?
             else {
                 return Ok(LoopOutcome::Interrupted);
             };
+            ctx.usage.add(retried);
             if response.usage.prompt_tokens > 0 {
                 ctx.estimator
                     .observe(estimated_tokens, response.usage.prompt_tokens);
@@ -293,7 +294,8 @@ impl Agent {
         Ok(LoopOutcome::IterationCap)
     }
 
-    /// Builds the request and calls the model; `None` when interrupted. A
+    /// Builds the request and calls the model; `None` when interrupted.
+    /// Returns the tokens of retried attempts too. A
     /// request the provider finds longer than its window is compacted and
     /// sent once more; a second refusal ends the run with the reason.
     async fn call_model(
@@ -301,8 +303,9 @@ impl Agent {
         ctx: &mut Ctx,
         iteration: u32,
         interrupt: &Interrupt,
-    ) -> Result<Option<(ModelResponse, u64, Instant)>, CoreError> {
+    ) -> Result<Option<(ModelResponse, Usage, u64, Instant)>, CoreError> {
         let mut compacted = false;
+        let mut retried = Usage::default();
         loop {
             // Extensions may call a model here (compaction), so it is interruptible too.
             let request = tokio::select! {
@@ -318,11 +321,15 @@ impl Agent {
             })?;
             let started = Instant::now();
             let result = tokio::select! {
-                r = self.client.complete(&request) => r,
+                r = self.complete_observed(ctx, &request, iteration) => r,
                 _ = interrupt.triggered() => return Ok(None),
             };
+            let result = result.map(|(response, usage)| {
+                retried.add(usage);
+                response
+            });
             match result {
-                Ok(response) => return Ok(Some((response, estimated_tokens, started))),
+                Ok(response) => return Ok(Some((response, retried, estimated_tokens, started))),
                 Err(LlmError::ContextLengthExceeded { detail }) if !compacted => {
                     tracing::warn!(%detail, "the request is over the model's window; compacting");
                     compacted = self.shrink_for_overflow(ctx, interrupt).await?;
@@ -362,6 +369,40 @@ impl Agent {
             shrunk |= done;
         }
         Ok(shrunk)
+    }
+
+    /// One model call with retries. Each retried attempt is recorded as it happens
+    /// (`ModelRetry`: the user's line and the trajectory's record); the
+    /// tokens those attempts reported are returned to be counted too.
+    async fn complete_observed(
+        &self,
+        ctx: &Ctx,
+        request: &ModelRequest,
+        iteration: u32,
+    ) -> Result<(ModelResponse, Usage), LlmError> {
+        let sink = ctx.sink();
+        let retried = std::sync::Mutex::new(Usage::default());
+        let observe = |notice: &RetryNotice| {
+            if let Ok(mut usage) = retried.lock() {
+                usage.add(notice.usage);
+            }
+            let event = Event::now(EventKind::ModelRetry {
+                iteration,
+                failed_attempt: notice.attempt,
+                max_attempts: notice.max_attempts,
+                reason: notice.reason.clone(),
+                timed_out_after_secs: notice.timed_out_after.map(|d| d.as_secs_f64()),
+                usage: notice.usage,
+                elapsed_ms: notice.elapsed.as_millis() as u64,
+                retry_in_ms: notice.delay.as_millis() as u64,
+            });
+            if let Err(err) = sink.emit(&event) {
+                tracing::warn!(%err, "cannot record a model retry");
+            }
+        };
+        let response = self.client.complete_observed(request, &observe).await?;
+        let retried = retried.into_inner().unwrap_or_else(|p| p.into_inner());
+        Ok((response, retried))
     }
 
     async fn build_request(&self, ctx: &mut Ctx) -> Result<ModelRequest, CoreError> {

@@ -283,6 +283,59 @@ impl Suite {
             tasks: ids.into_iter().filter(|id| only.contains(id)).collect(),
         })
     }
+
+    /// The tasks named in `only`, each from whichever split lists it (a task
+    /// named explicitly runs wherever it is listed), in the suite's order.
+    /// The selection's split is theirs, or `a+b` when they span several.
+    pub fn select_named(&self, only: &[String]) -> Result<Selection, EvalError> {
+        let mut splits: Vec<&str> = Vec::new();
+        let mut ids: Vec<String> = Vec::new();
+        for id in only {
+            let Some(split) = self.split_of(id) else {
+                let known: Vec<&str> = self.tasks.iter().map(|t| t.id.as_str()).collect();
+                let why = if self.task(id).is_some() {
+                    format!("task `{id}` is in no split of suite {}", self.name)
+                } else {
+                    format!(
+                        "suite {} has no task `{id}` (it has: {})",
+                        self.name,
+                        known.join(", ")
+                    )
+                };
+                return Err(EvalError::Selection(why));
+            };
+            if !splits.contains(&split) {
+                splits.push(split);
+            }
+            if !ids.contains(id) {
+                ids.push(id.clone());
+            }
+        }
+        if ids.is_empty() {
+            return Err(EvalError::Selection("no task named".into()));
+        }
+        // The suite's order: splits in SPLITS order, then `order`, then the
+        // split's list order.
+        let position = |id: &String| {
+            SPLITS
+                .iter()
+                .filter_map(|s| self.splits.get(*s))
+                .flatten()
+                .position(|t| t == id)
+                .unwrap_or(usize::MAX)
+        };
+        ids.sort_by_key(|id| {
+            (
+                self.task(id).and_then(Task::order).unwrap_or(i64::MAX),
+                position(id),
+            )
+        });
+        splits.sort_by_key(|s| SPLITS.iter().position(|k| k == s));
+        Ok(Selection {
+            split: splits.join("+"),
+            tasks: ids,
+        })
+    }
 }
 
 /// Sub-folders holding `metadata.json` or `prompt.txt`, sorted by name.
@@ -391,6 +444,17 @@ mod tests {
         assert!(err.contains("split `train`"), "{err}");
         let err = suite.select("val", &[]).unwrap_err().to_string();
         assert!(err.contains("no tasks in split `val`"), "{err}");
+        // Named without a split, a task runs from wherever it is listed.
+        let sel = suite.select_named(&["b".into()]).unwrap();
+        assert_eq!(
+            (sel.split.as_str(), sel.tasks.clone()),
+            ("train", vec!["b".to_string()])
+        );
+        let sel = suite.select_named(&["a".into(), "b".into()]).unwrap();
+        assert_eq!(sel.split, "train+test");
+        assert_eq!(sel.tasks, vec!["b", "a"]);
+        let err = suite.select_named(&["zzz".into()]).unwrap_err().to_string();
+        assert!(err.contains("no task `zzz`"), "{err}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::error::LlmError;
 use crate::http::{HttpCore, Wire, attempt, error_fields_of};
 use crate::sse::cut_off;
-use crate::{ClientSettings, ModelClient, Provider};
+use crate::{ClientSettings, ModelClient, Provider, RetryObserver};
 
 const API_VERSION: &str = "2023-06-01";
 /// Anthropic requires `max_tokens`; used when the request leaves it open.
@@ -71,11 +71,19 @@ impl Wire for Protocol {
     fn finish(state: StreamState, model: &str) -> Result<ModelResponse, LlmError> {
         state.finish(model)
     }
+
+    fn usage_so_far(state: &StreamState) -> Usage {
+        state.usage.to_usage()
+    }
 }
 
-#[async_trait]
-impl ModelClient for AnthropicClient {
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, LlmError> {
+impl AnthropicClient {
+    /// One request with retries; each retry told to `observer`.
+    async fn send(
+        &self,
+        request: &ModelRequest,
+        observer: Option<&RetryObserver<'_>>,
+    ) -> Result<ModelResponse, LlmError> {
         let s = &self.core.settings;
         let body = request_body(request, &s.model, s.stream);
         let url = self.endpoint();
@@ -89,8 +97,25 @@ impl ModelClient for AnthropicClient {
         );
         self.core
             .policy()
-            .run(|_| attempt::<Protocol>(&self.core, &url, self.headers(), &body))
+            .run(observer, |_| {
+                attempt::<Protocol>(&self.core, &url, self.headers(), &body)
+            })
             .await
+    }
+}
+
+#[async_trait]
+impl ModelClient for AnthropicClient {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, LlmError> {
+        self.send(request, None).await
+    }
+
+    async fn complete_observed(
+        &self,
+        request: &ModelRequest,
+        on_retry: &RetryObserver<'_>,
+    ) -> Result<ModelResponse, LlmError> {
+        self.send(request, Some(on_retry)).await
     }
 
     fn model(&self) -> &str {

@@ -105,6 +105,7 @@ impl HttpCore {
         Err(Failure {
             error: self.classify(status.as_u16(), &text, url),
             retry_after: hint,
+            usage: Default::default(),
         })
     }
 
@@ -269,10 +270,14 @@ pub(crate) trait Wire {
         core: &HttpCore,
     ) -> Result<bool, LlmError>;
     fn finish(state: Self::Stream, model: &str) -> Result<ModelResponse, LlmError>;
+    /// The tokens a stream reported so far (kept when it breaks off).
+    fn usage_so_far(state: &Self::Stream) -> quire_types::Usage;
 }
 
-/// One attempt of a request: POST, then read the body or the event stream,
-/// bounded by the request timeout (idle and overall for streams).
+/// One attempt of a request: POST, then read the body or the event stream.
+/// A plain request is bounded by the overall timeout; a stream by the idle
+/// timeout until it starts and between chunks, and by the overall timeout
+/// as a whole, so a slow first token is waited for and a stall is not.
 pub(crate) async fn attempt<W: Wire>(
     core: &HttpCore,
     url: &str,
@@ -294,16 +299,29 @@ pub(crate) async fn attempt<W: Wire>(
         })
         .await;
     }
-    let response = within(s.request_timeout, core.post(url, headers, body)).await?;
+    let idle = s.idle_timeout.min(s.request_timeout);
+    let response = within(idle, core.post(url, headers, body)).await?;
     if !crate::sse::is_event_stream(&response) {
-        return within(s.request_timeout, read_body(response)).await;
+        let left = s.request_timeout.saturating_sub(started.elapsed());
+        return within(left, read_body(response)).await;
     }
-    let overall = s.request_timeout.saturating_mul(4);
-    let mut reader = crate::sse::SseReader::new(response, s.request_timeout, started, overall);
+    let mut reader = crate::sse::SseReader::new(response, idle, started, s.request_timeout);
     let mut state = W::Stream::default();
-    while let Some(event) = reader.next(core).await? {
-        if W::push(&mut state, &event, core)? {
-            break;
+    let broken = |state: &W::Stream, error: LlmError| Failure {
+        error,
+        retry_after: None,
+        usage: W::usage_so_far(state),
+    };
+    loop {
+        let event = match reader.next(core).await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(error) => return Err(broken(&state, error)),
+        };
+        match W::push(&mut state, &event, core) {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(error) => return Err(broken(&state, error)),
         }
     }
     W::finish(state, &s.model).map_err(Failure::from)

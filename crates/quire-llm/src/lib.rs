@@ -33,9 +33,42 @@ pub trait ModelClient: Send + Sync {
     /// Sends the conversation and returns the whole answer (streamed
     /// responses are assembled before returning).
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, LlmError>;
+    /// Like [`ModelClient::complete`], telling `on_retry` about each failed
+    /// attempt that is about to be retried (so a session can show and record
+    /// it). Clients without retries of their own just complete.
+    async fn complete_observed(
+        &self,
+        request: &ModelRequest,
+        on_retry: &RetryObserver<'_>,
+    ) -> Result<ModelResponse, LlmError> {
+        let _ = on_retry;
+        self.complete(request).await
+    }
     /// The configured model name.
     fn model(&self) -> &str;
     fn provider(&self) -> Provider;
+}
+
+/// Told about each failed attempt before it is retried.
+pub type RetryObserver<'a> = dyn Fn(&RetryNotice) + Send + Sync + 'a;
+
+/// A model request attempt that failed and is about to be retried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryNotice {
+    /// The attempt that failed (from 1).
+    pub attempt: u32,
+    pub max_attempts: u32,
+    /// Why, in the error's words (redacted).
+    pub reason: String,
+    /// The limit that expired, when the attempt timed out (idle or overall).
+    pub timed_out_after: Option<Duration>,
+    /// Tokens the provider reported before the attempt failed (a stream
+    /// may report its prompt tokens first); zero when it reported none.
+    pub usage: Usage,
+    /// How long the failed attempt ran.
+    pub elapsed: Duration,
+    /// The wait before the next attempt.
+    pub delay: Duration,
 }
 
 /// The wire protocol a client speaks.
@@ -77,6 +110,11 @@ impl fmt::Display for Provider {
     }
 }
 
+/// The overall limit of one attempt by default (30 minutes).
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 1800;
+/// The idle limit of a stream by default (as Codex: 300 s).
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 300;
+
 /// Everything needed to build a client. `Debug` never shows the key.
 #[derive(Clone)]
 pub struct ClientSettings {
@@ -87,9 +125,13 @@ pub struct ClientSettings {
     pub api_key_env: String,
     /// The key itself; `None` for local servers that need none.
     pub api_key: Option<String>,
-    /// Whole-request timeout; for streams also the idle timeout between
-    /// chunks (the whole stream is capped at 4×).
+    /// The overall limit of one attempt: the whole request, or the whole
+    /// stream. Generous, since reasoning models may think for minutes.
     pub request_timeout: Duration,
+    /// For streams: the longest wait for the response to start and between
+    /// two chunks (capped by `request_timeout`). A slow first token within
+    /// it is waited for; a stalled stream is cut and retried.
+    pub idle_timeout: Duration,
     pub stream: bool,
     /// Total attempts, the first included.
     pub max_attempts: u32,
@@ -100,7 +142,8 @@ pub struct ClientSettings {
 
 impl ClientSettings {
     /// Settings with common defaults: the provider's key variable (value
-    /// not read), 120 s timeout, streaming, 4 attempts, backoff 1 s..30 s.
+    /// not read), streaming with a 300 s idle timeout and a 30 min overall
+    /// limit, 4 attempts, backoff 1 s..30 s.
     pub fn new(provider: Provider, model: impl Into<String>, base_url: impl Into<String>) -> Self {
         ClientSettings {
             provider,
@@ -108,7 +151,8 @@ impl ClientSettings {
             base_url: base_url.into(),
             api_key_env: provider.default_api_key_env().to_string(),
             api_key: None,
-            request_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECS),
+            idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
             stream: true,
             max_attempts: 4,
             retry_base_delay: Duration::from_secs(1),
@@ -127,6 +171,7 @@ impl fmt::Debug for ClientSettings {
             .field("api_key_env", &self.api_key_env)
             .field("api_key", &self.api_key.as_ref().map(|_| "[REDACTED]"))
             .field("request_timeout", &self.request_timeout)
+            .field("idle_timeout", &self.idle_timeout)
             .field("stream", &self.stream)
             .field("max_attempts", &self.max_attempts)
             .field("retry_base_delay", &self.retry_base_delay)

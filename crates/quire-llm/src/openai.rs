@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::error::LlmError;
 use crate::http::{HttpCore, Wire, attempt, error_fields_of};
 use crate::sse::cut_off;
-use crate::{ClientSettings, ModelClient, Provider};
+use crate::{ClientSettings, ModelClient, Provider, RetryObserver};
 
 pub struct OpenAiClient {
     core: HttpCore,
@@ -52,11 +52,19 @@ impl Wire for Protocol {
     fn finish(state: StreamState, model: &str) -> Result<ModelResponse, LlmError> {
         state.finish(model)
     }
+
+    fn usage_so_far(state: &StreamState) -> Usage {
+        state.usage.unwrap_or_default()
+    }
 }
 
-#[async_trait]
-impl ModelClient for OpenAiClient {
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, LlmError> {
+impl OpenAiClient {
+    /// One request with retries; each retry told to `observer`.
+    async fn send(
+        &self,
+        request: &ModelRequest,
+        observer: Option<&RetryObserver<'_>>,
+    ) -> Result<ModelResponse, LlmError> {
         let s = &self.core.settings;
         let body = request_body(request, &s.model, s.stream);
         let url = self.core.url("chat/completions");
@@ -70,8 +78,25 @@ impl ModelClient for OpenAiClient {
         );
         self.core
             .policy()
-            .run(|_| attempt::<Protocol>(&self.core, &url, self.auth(), &body))
+            .run(observer, |_| {
+                attempt::<Protocol>(&self.core, &url, self.auth(), &body)
+            })
             .await
+    }
+}
+
+#[async_trait]
+impl ModelClient for OpenAiClient {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, LlmError> {
+        self.send(request, None).await
+    }
+
+    async fn complete_observed(
+        &self,
+        request: &ModelRequest,
+        on_retry: &RetryObserver<'_>,
+    ) -> Result<ModelResponse, LlmError> {
+        self.send(request, Some(on_retry)).await
     }
 
     fn model(&self) -> &str {

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 
 use crate::error::{LlmError, truncate};
-use crate::{ModelClient, Provider};
+use crate::{ModelClient, Provider, RetryObserver};
 
 /// How much of an expected/got value a divergence message shows.
 const SHOW_LIMIT: usize = 160;
@@ -104,6 +104,16 @@ impl RecordingClient {
 impl ModelClient for RecordingClient {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, LlmError> {
         let response = self.inner.complete(request).await?;
+        self.append(request, &response).await?;
+        Ok(response)
+    }
+
+    async fn complete_observed(
+        &self,
+        request: &ModelRequest,
+        on_retry: &RetryObserver<'_>,
+    ) -> Result<ModelResponse, LlmError> {
+        let response = self.inner.complete_observed(request, on_retry).await?;
         self.append(request, &response).await?;
         Ok(response)
     }

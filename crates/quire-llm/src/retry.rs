@@ -7,15 +7,19 @@
 use std::future::Future;
 use std::time::Duration;
 
+use quire_types::Usage;
 use reqwest::header::HeaderMap;
 
 use crate::error::LlmError;
+use crate::{RetryNotice, RetryObserver};
 
-/// One failed attempt: the error and the server's own wait hint, if any.
+/// One failed attempt: the error, the server's own wait hint, if any, and
+/// the tokens it reported before failing.
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub error: LlmError,
     pub retry_after: Option<Duration>,
+    pub usage: Usage,
 }
 
 impl From<LlmError> for Failure {
@@ -23,6 +27,7 @@ impl From<LlmError> for Failure {
         Failure {
             error,
             retry_after: None,
+            usage: Usage::default(),
         }
     }
 }
@@ -52,8 +57,13 @@ impl RetryPolicy {
 
     /// Runs `op(attempt)` (attempt counts from 1) until it succeeds, fails
     /// with a non-retryable error, or the attempts are used up. The error
-    /// returned carries the number of attempts made.
-    pub async fn run<T, F, Fut>(&self, mut op: F) -> Result<T, LlmError>
+    /// returned carries the number of attempts made. Each retry is told to
+    /// `observer` (which then owns telling the user), else logged.
+    pub async fn run<T, F, Fut>(
+        &self,
+        observer: Option<&RetryObserver<'_>>,
+        mut op: F,
+    ) -> Result<T, LlmError>
     where
         F: FnMut(u32) -> Fut,
         Fut: Future<Output = Result<T, Failure>>,
@@ -61,6 +71,7 @@ impl RetryPolicy {
         let max = self.max_attempts.max(1);
         let mut attempt = 1;
         loop {
+            let started = tokio::time::Instant::now();
             match op(attempt).await {
                 Ok(value) => return Ok(value),
                 Err(failure) => {
@@ -68,13 +79,27 @@ impl RetryPolicy {
                         return Err(failure.error.with_attempts(attempt));
                     }
                     let delay = self.delay(attempt, failure.retry_after);
-                    tracing::warn!(
-                        attempt,
-                        max_attempts = max,
-                        delay_ms = delay.as_millis() as u64,
-                        reason = %failure.error,
-                        "model request failed; retrying"
-                    );
+                    match observer {
+                        Some(observe) => observe(&RetryNotice {
+                            attempt,
+                            max_attempts: max,
+                            reason: failure.error.to_string(),
+                            timed_out_after: match failure.error {
+                                LlmError::Timeout { after, .. } => Some(after),
+                                _ => None,
+                            },
+                            usage: failure.usage,
+                            elapsed: started.elapsed(),
+                            delay,
+                        }),
+                        None => tracing::warn!(
+                            attempt,
+                            max_attempts = max,
+                            delay_ms = delay.as_millis() as u64,
+                            reason = %failure.error,
+                            "model request failed; retrying"
+                        ),
+                    }
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }
@@ -177,7 +202,7 @@ mod tests {
     async fn stops_at_max_attempts_and_reports_them() {
         let calls = AtomicU32::new(0);
         let result: Result<(), _> = policy(3)
-            .run(|_| async {
+            .run(None, |_| async {
                 calls.fetch_add(1, Ordering::SeqCst);
                 Err(Failure::from(LlmError::connection("refused")))
             })
@@ -190,7 +215,7 @@ mod tests {
     async fn non_retryable_errors_return_at_once() {
         let calls = AtomicU32::new(0);
         let result: Result<(), _> = policy(5)
-            .run(|_| async {
+            .run(None, |_| async {
                 calls.fetch_add(1, Ordering::SeqCst);
                 Err(Failure::from(LlmError::malformed("bad")))
             })
@@ -202,7 +227,7 @@ mod tests {
     #[tokio::test]
     async fn succeeds_after_transient_failures() {
         let result = policy(4)
-            .run(|attempt| async move {
+            .run(None, |attempt| async move {
                 if attempt < 3 {
                     Err(Failure::from(LlmError::RateLimited { attempts: 1 }))
                 } else {

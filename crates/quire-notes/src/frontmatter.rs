@@ -15,6 +15,56 @@ use gray_matter::engine::{Engine, YAML};
 
 use crate::note::{Frontmatter, Kind, Provenance, Scope, Status};
 
+/// What a note's place in the tree says about it: the values a note written
+/// by hand may leave out (only `title` is required of a person). Built by
+/// the tree from the file's path and times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDefaults {
+    /// The path without `.md`, e.g. `shared/python/decimal-floats`.
+    pub id: String,
+    /// From the first folder: `projects/<p>/…` is project `p`, else shared.
+    pub scope: Scope,
+    pub project: Option<String>,
+    /// The folder below `shared/` or `projects/<p>/`, else `general`.
+    pub topic: String,
+    /// The file's birth time (else its modification time).
+    pub created: DateTime<Utc>,
+    /// The file's modification time.
+    pub updated: DateTime<Utc>,
+}
+
+/// A frontmatter field that was absent and filled from [`FileDefaults`]
+/// (or, for `kind`, the default kind); `notes stats` reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FilledField {
+    Id,
+    Kind,
+    Scope,
+    Project,
+    Topic,
+    Created,
+    Updated,
+}
+
+impl FilledField {
+    /// The frontmatter key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FilledField::Id => "id",
+            FilledField::Kind => "kind",
+            FilledField::Scope => "scope",
+            FilledField::Project => "project",
+            FilledField::Topic => "topic",
+            FilledField::Created => "created",
+            FilledField::Updated => "updated",
+        }
+    }
+}
+
+/// The kind a hand-written note without one gets.
+pub const DEFAULT_KIND: Kind = Kind::Insight;
+
 /// A frontmatter problem at a 1-based line of the note file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {message}")]
@@ -122,8 +172,25 @@ pub fn quote(value: &str) -> String {
     out
 }
 
-/// Splits a note file into frontmatter and body and checks every field.
+/// Splits a note file into frontmatter and body and checks every field;
+/// every field but the optional ones must be present.
 pub fn parse(text: &str) -> Result<(Frontmatter, String), FrontmatterError> {
+    parse_inner(text, None).map(|(meta, body, _)| (meta, body))
+}
+
+/// Like [`parse`], for a file in the tree: only `title` is required, the
+/// absent fields are taken from `defaults` and listed in the result.
+pub fn parse_with(
+    text: &str,
+    defaults: &FileDefaults,
+) -> Result<(Frontmatter, String, Vec<FilledField>), FrontmatterError> {
+    parse_inner(text, Some(defaults))
+}
+
+fn parse_inner(
+    text: &str,
+    defaults: Option<&FileDefaults>,
+) -> Result<(Frontmatter, String, Vec<FilledField>), FrontmatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let (matter, body) = split(text)?;
     let pod = YAML::parse(matter).map_err(|e| yaml_error(&e.to_string(), matter))?;
@@ -133,13 +200,14 @@ pub fn parse(text: &str) -> Result<(Frontmatter, String), FrontmatterError> {
         _ => return Err(err(2, "frontmatter is not a mapping of `key: value` lines")),
     };
     let lines = Lines::new(matter);
+    let mut filled = Vec::new();
     let meta = Fields {
         map: &map,
         lines: &lines,
         parent: None,
     }
-    .frontmatter()?;
-    Ok((meta, normalize_body(body)))
+    .frontmatter(defaults, &mut filled)?;
+    Ok((meta, normalize_body(body), filled))
 }
 
 fn err(line: usize, message: impl Into<String>) -> FrontmatterError {
@@ -244,19 +312,61 @@ struct Fields<'a> {
 }
 
 impl Fields<'_> {
-    fn frontmatter(&self) -> Result<Frontmatter, FrontmatterError> {
-        let scope: Scope = self.parsed("scope")?;
+    fn frontmatter(
+        &self,
+        defaults: Option<&FileDefaults>,
+        filled: &mut Vec<FilledField>,
+    ) -> Result<Frontmatter, FrontmatterError> {
+        // A field a person left out takes its default, when there is one.
+        let mut fill = |field: FilledField| filled.push(field);
+        let absent = |key: &str| match self.map.get(key) {
+            None | Some(Pod::Null) => true,
+            Some(pod) => scalar_text(pod).is_some_and(|s| s.trim().is_empty()),
+        };
+        let scope: Scope = match defaults {
+            Some(d) if absent("scope") => {
+                fill(FilledField::Scope);
+                d.scope
+            }
+            _ => self.parsed("scope")?,
+        };
         let mut project = self.opt_text("project")?;
         if scope == Scope::Project && project.is_none() {
-            return Err(err(
-                self.line("scope"),
-                "scope is `project` but `project` is not set",
-            ));
+            match defaults.and_then(|d| d.project.clone()) {
+                Some(from_path) => {
+                    fill(FilledField::Project);
+                    project = Some(from_path);
+                }
+                None => {
+                    return Err(err(
+                        self.line("scope"),
+                        "scope is `project` but `project` is not set",
+                    ));
+                }
+            }
         }
         if scope == Scope::Shared {
             project = None;
         }
-        let created = self.time("created")?;
+        let created = match defaults {
+            Some(d) if absent("created") => {
+                fill(FilledField::Created);
+                d.created
+            }
+            _ => self.time("created")?,
+        };
+        let updated = match self.map.get("updated") {
+            // Without either time, the file's; with only `created`, that.
+            None | Some(Pod::Null) => match defaults {
+                Some(d) if filled.contains(&FilledField::Created) => {
+                    filled.push(FilledField::Updated);
+                    d.updated.max(created)
+                }
+                _ => created,
+            },
+            Some(_) => self.time("updated")?,
+        };
+        let mut fill = |field: FilledField| filled.push(field);
         let provenance = match self.map.get("provenance") {
             None | Some(Pod::Null) => Provenance::default(),
             Some(Pod::Hash(inner)) => {
@@ -283,22 +393,42 @@ impl Fields<'_> {
             None | Some(Pod::Null) => Status::Active,
             Some(_) => self.parsed("status")?,
         };
+        let id = match defaults {
+            Some(d) if absent("id") => {
+                fill(FilledField::Id);
+                d.id.clone()
+            }
+            _ => self.required_text("id")?,
+        };
+        let title = self.required_text("title")?;
+        let kind = match defaults {
+            Some(_) if absent("kind") => {
+                fill(FilledField::Kind);
+                DEFAULT_KIND
+            }
+            _ => self.parsed::<Kind>("kind")?,
+        };
+        let topic = match defaults {
+            Some(d) if absent("topic") => {
+                fill(FilledField::Topic);
+                d.topic.clone()
+            }
+            _ => self.required_text("topic")?,
+        };
+        filled.sort();
         Ok(Frontmatter {
-            id: self.required_text("id")?,
-            title: self.required_text("title")?,
+            id,
+            title,
             description: self.opt_text("description")?.unwrap_or_default(),
             keywords: self.list("keywords")?,
-            kind: self.parsed::<Kind>("kind")?,
+            kind,
             scope,
             project,
-            topic: self.required_text("topic")?,
+            topic,
             provenance,
             error_signatures: self.list("error_signatures")?,
             created,
-            updated: match self.map.get("updated") {
-                None | Some(Pod::Null) => created,
-                Some(_) => self.time("updated")?,
-            },
+            updated,
             helpful: self.count("helpful")?,
             harmful: self.count("harmful")?,
             status,
@@ -547,6 +677,80 @@ mod tests {
         let text = "---\nid: \"a\"\ntitle: \"b\"\nkind: [unclosed\nscope: shared\n---\n";
         let e = parse(text).unwrap_err();
         assert!((4..=5).contains(&e.line), "{e}");
+    }
+
+    fn defaults() -> FileDefaults {
+        let t = |d| Utc.with_ymd_and_hms(2025, 3, d, 9, 0, 0).single().unwrap();
+        FileDefaults {
+            id: "projects/shop/testing/fixtures".into(),
+            scope: Scope::Project,
+            project: Some("shop".into()),
+            topic: "testing".into(),
+            created: t(1),
+            updated: t(2),
+        }
+    }
+
+    #[test]
+    fn a_note_with_only_a_title_is_filled_from_its_place_and_says_what_was_filled() {
+        let text = "---\ntitle: Fixtures live in conftest\n---\nThe shared fixtures are in tests/conftest.py.\n";
+        // Without its place in the tree, the old rule holds.
+        assert!(
+            parse(text)
+                .unwrap_err()
+                .message
+                .contains("missing or empty")
+        );
+        let (m, body, filled) = parse_with(text, &defaults()).unwrap();
+        assert_eq!(m.title, "Fixtures live in conftest");
+        assert_eq!(m.id, "projects/shop/testing/fixtures");
+        assert_eq!((m.kind, m.scope), (Kind::Insight, Scope::Project));
+        assert_eq!(
+            (m.project.as_deref(), m.topic.as_str()),
+            (Some("shop"), "testing")
+        );
+        assert_eq!(
+            (m.created, m.updated),
+            (defaults().created, defaults().updated)
+        );
+        assert_eq!(body, "The shared fixtures are in tests/conftest.py.");
+        use FilledField as F;
+        assert_eq!(
+            filled,
+            vec![
+                F::Id,
+                F::Kind,
+                F::Scope,
+                F::Project,
+                F::Topic,
+                F::Created,
+                F::Updated
+            ]
+        );
+
+        // What is written wins; only the rest is filled.
+        let text =
+            "---\nid: mine\ntitle: T\nkind: how-to\nscope: shared\ncreated: 2024-01-01\n---\n";
+        let (m, _, filled) = parse_with(text, &defaults()).unwrap();
+        assert_eq!(
+            (m.id.as_str(), m.kind, m.scope, m.project),
+            ("mine", Kind::HowTo, Scope::Shared, None)
+        );
+        assert_eq!(
+            m.updated, m.created,
+            "a written `created` stands for `updated` too"
+        );
+        assert_eq!(filled, vec![F::Topic]);
+
+        // The title cannot be filled, and bad values are still errors.
+        let e = parse_with("---\nkind: insight\n---\n", &defaults()).unwrap_err();
+        assert!(e.message.contains("`title`: missing or empty"), "{e}");
+        let e = parse_with("---\ntitle: T\nkind: rumour\n---\n", &defaults()).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        let mut shared = defaults();
+        shared.project = None;
+        let e = parse_with("---\ntitle: T\nscope: project\n---\n", &shared).unwrap_err();
+        assert!(e.message.contains("`project` is not set"), "{e}");
     }
 
     #[test]

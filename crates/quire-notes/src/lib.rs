@@ -42,14 +42,16 @@ pub use retrieval::{
 pub use stale::stale_reason;
 
 pub use error::{Error, Result};
-pub use frontmatter::{FrontmatterError, parse as parse_note_text, quote as yaml_quote};
+pub use frontmatter::{
+    FileDefaults, FilledField, FrontmatterError, parse as parse_note_text, quote as yaml_quote,
+};
 pub use index::{NoteIndex, SyncReport};
 pub use note::{
     Frontmatter, Kind, NewNote, Note, NoteFilter, Provenance, Scope, Status, UnknownVariant,
     abandoned_hindsight_template, body_template, flatten_line, slugify,
 };
 pub use search::{Hit, SearchQuery, normalize_error};
-pub use tree::{BrokenNote, NoteTree, README, ScanReport};
+pub use tree::{BrokenNote, FilledNote, NoteTree, README, ScanReport};
 
 #[cfg(test)]
 mod texts {

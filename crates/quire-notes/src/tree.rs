@@ -12,10 +12,11 @@ use chrono::{DateTime, SubsecRound, Utc};
 use quire_types::Redactor;
 
 use crate::error::{Error, Result, read_err, write_err};
-use crate::frontmatter;
+use crate::frontmatter::{self, FileDefaults, FilledField};
 use crate::fsx::{content_hash, remove_stale_temp, write_atomic, write_new};
 use crate::note::{
-    Frontmatter, NewNote, Note, NoteFilter, Scope, Status, body_template, flatten_line, slugify,
+    Frontmatter, Kind, NewNote, Note, NoteFilter, Scope, Status, body_template, flatten_line,
+    slugify,
 };
 use crate::readme;
 
@@ -33,17 +34,31 @@ pub struct BrokenNote {
     pub message: String,
 }
 
+/// A note written by hand whose absent fields were filled from its path
+/// and file times (they are written into the file at its next change).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilledNote {
+    /// Relative to the tree root.
+    pub path: PathBuf,
+    pub id: String,
+    pub fields: Vec<FilledField>,
+}
+
 /// Result of reading the whole tree: good notes plus broken files.
 #[derive(Debug, Clone, Default)]
 pub struct ScanReport {
     pub notes: Vec<Note>,
     pub broken: Vec<BrokenNote>,
+    /// The good notes that had fields filled in.
+    pub filled: Vec<FilledNote>,
 }
 
 /// A note with the hash of its file bytes, for index syncing.
 pub(crate) struct ScannedNote {
     pub note: Note,
     pub hash: String,
+    /// Fields absent from the file, filled from its place in the tree.
+    pub filled: Vec<FilledField>,
 }
 
 /// Handle on a notes folder. Cheap to clone; clones share the id cache.
@@ -212,6 +227,66 @@ impl NoteTree {
         self.read_rel(&rel)
     }
 
+    /// Writes a new hand-written note at `path` (relative to the root, or
+    /// absolute inside it; `.md` is added when missing): a complete
+    /// frontmatter with `title`, a fresh id, scope, project and topic from
+    /// the folders, and the body template of `kind`. Never overwrites.
+    pub fn write_skeleton(&self, path: &Path, title: &str, kind: Kind) -> Result<Note> {
+        let _guard = lock(&self.write_lock);
+        let mut rel = self.relative(path)?;
+        if rel.extension().is_none_or(|e| e != "md") {
+            rel.as_mut_os_string().push(".md");
+        }
+        // Hidden folders are never scanned: a note there would be lost.
+        let hidden = rel
+            .components()
+            .any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
+        if !is_note_file(&rel) || hidden {
+            return Err(Error::Invalid(format!(
+                "{}: a note is a `.md` file other than {README}, in no hidden folder",
+                rel.display()
+            )));
+        }
+        let (scope, project, topic) = place_of(&rel);
+        let now = now();
+        let mut note = Note {
+            meta: Frontmatter {
+                id: ulid::Ulid::new().to_string(),
+                title: title.to_string(),
+                description: String::new(),
+                keywords: Vec::new(),
+                kind,
+                scope,
+                project,
+                topic,
+                provenance: Default::default(),
+                error_signatures: Vec::new(),
+                created: now,
+                updated: now,
+                helpful: 0,
+                harmful: 0,
+                status: Status::Active,
+                superseded_by: None,
+            },
+            body: body_template(kind).to_string(),
+            path: rel.clone(),
+        };
+        self.clean(&mut note)?;
+        let abs = self.root.join(&rel);
+        if let Some(parent) = abs.parent() {
+            fs::create_dir_all(parent).map_err(write_err(parent))?;
+        }
+        if !write_new(&abs, note.render().as_bytes())? {
+            return Err(Error::Invalid(format!(
+                "{} already exists; edit it with `quire notes edit`",
+                abs.display()
+            )));
+        }
+        lock(&self.ids).insert(note.meta.id.clone(), rel);
+        self.refresh_readmes(note.path.parent());
+        Ok(note)
+    }
+
     /// All readable notes matching `filter`, sorted by path. Broken files
     /// are skipped (see [`NoteTree::scan`] to list them).
     pub fn list(&self, filter: &NoteFilter) -> Result<Vec<Note>> {
@@ -230,9 +305,19 @@ impl NoteTree {
     /// left out so the rest keep working.
     pub fn scan(&self) -> Result<ScanReport> {
         let (scanned, broken) = self.scan_files()?;
+        let filled = scanned
+            .iter()
+            .filter(|s| !s.filled.is_empty())
+            .map(|s| FilledNote {
+                path: s.note.path.clone(),
+                id: s.note.meta.id.clone(),
+                fields: s.filled.clone(),
+            })
+            .collect();
         Ok(ScanReport {
             notes: scanned.into_iter().map(|s| s.note).collect(),
             broken,
+            filled,
         })
     }
 
@@ -276,8 +361,8 @@ impl NoteTree {
                 });
                 continue;
             };
-            match frontmatter::parse(text) {
-                Ok((meta, body)) => {
+            match frontmatter::parse_with(text, &file_defaults(&rel, &abs)) {
+                Ok((meta, body, filled)) => {
                     if let Some(first) = seen.get(&meta.id) {
                         let line = text
                             .lines()
@@ -303,6 +388,7 @@ impl NoteTree {
                             path: rel,
                         },
                         hash,
+                        filled,
                     });
                 }
                 Err(e) => broken.push(BrokenNote {
@@ -330,11 +416,14 @@ impl NoteTree {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(read_err(&abs)(e)),
         };
-        let (meta, body) = frontmatter::parse(&text).map_err(|e| Error::Parse {
-            path: abs.clone(),
-            line: e.line,
-            message: e.message,
-        })?;
+        let (meta, body, _) =
+            frontmatter::parse_with(&text, &file_defaults(rel, &abs)).map_err(|e| {
+                Error::Parse {
+                    path: abs.clone(),
+                    line: e.line,
+                    message: e.message,
+                }
+            })?;
         Ok(Some(Note {
             meta,
             body,
@@ -488,6 +577,58 @@ impl NoteTree {
         }
     }
 }
+
+/// What a file's place in the tree says about the note in it (see
+/// [`FileDefaults`]): `projects/<p>/<topic>/…` or `shared/<topic>/…`; a
+/// note elsewhere is shared, its topic its folder's name or `general`.
+pub(crate) fn file_defaults(rel: &Path, abs: &Path) -> FileDefaults {
+    let (scope, project, topic) = place_of(rel);
+    let meta = fs::metadata(abs).ok();
+    let time = |t: Option<std::time::SystemTime>| {
+        t.map_or_else(now, |t| DateTime::<Utc>::from(t).trunc_subsecs(0))
+    };
+    let updated = time(meta.as_ref().and_then(|m| m.modified().ok()));
+    let created = meta
+        .as_ref()
+        .and_then(|m| m.created().ok())
+        .map_or(updated, |t| time(Some(t)).min(updated));
+    FileDefaults {
+        id: rel.with_extension("").to_string_lossy().replace('\\', "/"),
+        scope,
+        project,
+        topic,
+        created,
+        updated,
+    }
+}
+
+/// Scope, project and topic of a note file from its folders (see
+/// [`file_defaults`]).
+fn place_of(rel: &Path) -> (Scope, Option<String>, String) {
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let folders = &parts[..parts.len().saturating_sub(1)];
+    let (scope, project, topic) = match folders {
+        [first, project, topic, ..] if first == "projects" => {
+            (Scope::Project, Some(project.clone()), Some(topic.clone()))
+        }
+        [first, project] if first == "projects" => (Scope::Project, Some(project.clone()), None),
+        [first, topic, ..] if first == "shared" => (Scope::Shared, None, Some(topic.clone())),
+        [first] if first == "shared" => (Scope::Shared, None, None),
+        [.., folder] => (Scope::Shared, None, Some(folder.clone())),
+        [] => (Scope::Shared, None, None),
+    };
+    (
+        scope,
+        project,
+        topic.unwrap_or_else(|| GENERAL_TOPIC.to_string()),
+    )
+}
+
+/// The topic of a note whose folders do not name one.
+const GENERAL_TOPIC: &str = "general";
 
 /// Current time at whole seconds, which is what frontmatter keeps.
 fn now() -> DateTime<Utc> {

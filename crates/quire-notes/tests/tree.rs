@@ -387,3 +387,66 @@ fn hand_edits_are_seen_by_get() {
     let found = tree.get(a.id()).unwrap().unwrap();
     assert_eq!(found.path, Path::new("shared/moved.md"));
 }
+
+#[test]
+fn a_hand_written_note_is_filled_from_its_place_and_a_skeleton_is_complete() {
+    let (_dir, tree) = tree();
+    let by_hand = tree.root().join("projects/shop/money/decimal.md");
+    fs::create_dir_all(by_hand.parent().unwrap()).unwrap();
+    fs::write(
+        &by_hand,
+        "---\ntitle: Money is Decimal\n---\nNever float.\n",
+    )
+    .unwrap();
+    let report = tree.scan().unwrap();
+    assert!(report.broken.is_empty(), "{:?}", report.broken);
+    let note = &report.notes[0];
+    assert_eq!(note.meta.id, "projects/shop/money/decimal");
+    assert_eq!(
+        (note.meta.scope, note.meta.project.as_deref()),
+        (Scope::Project, Some("shop"))
+    );
+    assert_eq!(
+        (note.meta.kind, note.meta.topic.as_str()),
+        (Kind::Insight, "money")
+    );
+    assert_eq!(report.filled.len(), 1);
+    assert_eq!(
+        report.filled[0].path,
+        Path::new("projects/shop/money/decimal.md")
+    );
+    // Found by id and path; a credit writes the filled fields into the file.
+    assert!(tree.get("projects/shop/money/decimal").unwrap().is_some());
+    tree.credit("projects/shop/money/decimal", true).unwrap();
+    let text = fs::read_to_string(&by_hand).unwrap();
+    assert!(
+        text.contains("kind: insight") && text.contains("helpful: 1"),
+        "{text}"
+    );
+    assert!(tree.scan().unwrap().filled.is_empty());
+
+    let skeleton = tree
+        .write_skeleton(Path::new("shared/python/rounding"), "Rounding", Kind::HowTo)
+        .unwrap();
+    assert_eq!(skeleton.path, Path::new("shared/python/rounding.md"));
+    let text = fs::read_to_string(tree.abs_path(&skeleton)).unwrap();
+    let (strict, _) = quire_notes::parse_note_text(&text).expect("complete without filling");
+    assert_eq!(
+        (strict.scope, strict.topic.as_str()),
+        (Scope::Shared, "python")
+    );
+    assert!(text.contains("## Steps"), "{text}");
+    for bad in [
+        "shared/python/rounding.md",
+        "../out",
+        ".hidden/x",
+        "shared/README.md",
+    ] {
+        assert!(
+            tree.write_skeleton(Path::new(bad), "T", Kind::Insight)
+                .is_err(),
+            "{bad}"
+        );
+    }
+    assert_eq!(tree.scan().unwrap().notes.len(), 2);
+}

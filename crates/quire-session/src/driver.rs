@@ -144,6 +144,7 @@ impl Runner {
             .flatten()
             .filter(|k| !k.is_empty());
         settings.request_timeout = Duration::from_secs(m.request_timeout_secs);
+        settings.idle_timeout = Duration::from_secs(m.stream_idle_timeout_secs);
         settings.stream = m.stream;
         settings.max_attempts = m.max_attempts.max(1);
         settings.retry_base_delay = Duration::from_millis(m.retry_base_delay_ms);

@@ -88,6 +88,22 @@ impl Store {
                     ])
                 })
                 .map_err(sql_err)?,
+            // A failed attempt's tokens count too (a provider bills them).
+            EventKind::ModelRetry { usage, .. } => tx
+                .prepare_cached(
+                    "UPDATE sessions SET prompt_tokens = prompt_tokens + ?2, \
+                     completion_tokens = completion_tokens + ?3, \
+                     cached_tokens = cached_tokens + ?4 WHERE id = ?1",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        id.as_str(),
+                        to_i64(usage.prompt_tokens),
+                        to_i64(usage.completion_tokens),
+                        to_i64(usage.cached_tokens),
+                    ])
+                })
+                .map_err(sql_err)?,
             EventKind::ToolResult { .. } => tx
                 .prepare_cached("UPDATE sessions SET tool_calls = tool_calls + 1 WHERE id = ?1")
                 .and_then(|mut stmt| stmt.execute([id.as_str()]))
@@ -198,6 +214,13 @@ fn metrics(kind: &EventKind) -> (u64, u64, Option<u64>) {
             usage.prompt_tokens,
             usage.completion_tokens,
             Some(*duration_ms),
+        ),
+        EventKind::ModelRetry {
+            usage, elapsed_ms, ..
+        } => (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            Some(*elapsed_ms),
         ),
         EventKind::ToolResult { duration_ms, .. } | EventKind::TestRun { duration_ms, .. } => {
             (0, 0, Some(*duration_ms))

@@ -74,6 +74,14 @@ pub enum Fault {
     /// Stream: send a text reply's events one per interval. Non-stream: send
     /// the JSON body in pieces, one per interval.
     DripStream(Duration),
+    /// Stream: send the headers at once, stay silent this long (a model
+    /// thinking before its first token), then stream the inner reply (text
+    /// and/or tool calls). Non-stream: as [`Fault::Delay`].
+    SlowFirstToken(Duration, Box<Reply>),
+    /// Stream: send the first half of a text reply's events (Anthropic's
+    /// include the prompt usage), then fall silent with the connection
+    /// open. Non-stream: half of the body, then silence.
+    StallStream,
 }
 
 /// Text played back by [`Fault::CutStream`] and [`Fault::DripStream`].

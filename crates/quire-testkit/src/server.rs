@@ -424,6 +424,44 @@ fn serve(ctx: Ctx, reply: Reply) -> BoxFuture<'static, Response> {
                     chunked_response("application/json", vec![half], None, true, Some(full.len()))
                 }
             }
+            Reply::Fault(Fault::SlowFirstToken(lead, inner)) if ctx.stream => {
+                let (text, calls) = match *inner {
+                    Reply::Text(text) => (Some(text), Vec::new()),
+                    Reply::ToolCalls(calls) => (None, calls),
+                    Reply::TextAndToolCalls(text, calls) => (Some(text), calls),
+                    Reply::Fault(_) => {
+                        let msg = "SlowFirstToken wraps a text or tool-call reply, not a fault";
+                        ctx.shared.violation(&ctx.label, msg);
+                        return error_response(protocol, ErrKind::Server, msg);
+                    }
+                };
+                let a = build_answer(&ctx, text, calls);
+                let pace = Pace {
+                    lead: Some(lead),
+                    ..Pace::default()
+                };
+                paced_response("text/event-stream", stream_events(&ctx, &a), pace, None)
+            }
+            Reply::Fault(Fault::SlowFirstToken(lead, inner)) => {
+                tokio::time::sleep(lead).await;
+                serve(ctx, *inner).await
+            }
+            Reply::Fault(Fault::StallStream) => {
+                let a = build_answer(&ctx, Some(FAULT_STREAM_TEXT.to_string()), Vec::new());
+                let stall = Pace {
+                    stall: true,
+                    ..Pace::default()
+                };
+                if ctx.stream {
+                    let mut events = stream_events(&ctx, &a);
+                    events.truncate(events.len() / 2);
+                    paced_response("text/event-stream", events, stall, None)
+                } else {
+                    let full = Bytes::from(render_body(protocol, &a).to_string());
+                    let half = full.slice(..full.len() / 2);
+                    paced_response("application/json", vec![half], stall, Some(full.len()))
+                }
+            }
             Reply::Fault(Fault::DripStream(interval)) => {
                 let a = build_answer(&ctx, Some(FAULT_STREAM_TEXT.to_string()), Vec::new());
                 if ctx.stream {
@@ -583,30 +621,66 @@ fn chunked_response(
     cut: bool,
     content_length: Option<usize>,
 ) -> Response {
+    paced_response(
+        content_type,
+        chunks,
+        Pace {
+            interval,
+            cut,
+            ..Pace::default()
+        },
+        content_length,
+    )
+}
+
+/// How a chunked body is played: a wait before the first chunk, one
+/// between chunks, and how it ends (cut, stalled open, or cleanly).
+#[derive(Default)]
+struct Pace {
+    lead: Option<Duration>,
+    interval: Option<Duration>,
+    cut: bool,
+    stall: bool,
+}
+
+fn paced_response(
+    content_type: &'static str,
+    chunks: Vec<Bytes>,
+    pace: Pace,
+    content_length: Option<usize>,
+) -> Response {
     struct Feed {
         chunks: std::vec::IntoIter<Bytes>,
-        interval: Option<Duration>,
-        cut: bool,
+        pace: Pace,
         first: bool,
     }
     let feed = Feed {
         chunks: chunks.into_iter(),
-        interval,
-        cut,
+        pace,
         first: true,
     };
     let stream = futures::stream::unfold(feed, |mut f| async move {
         match f.chunks.next() {
             Some(chunk) => {
-                if let (false, Some(d)) = (f.first, f.interval) {
+                let wait = if f.first {
+                    f.pace.lead
+                } else {
+                    f.pace.interval
+                };
+                if let Some(d) = wait {
                     tokio::time::sleep(d).await;
                 }
                 f.first = false;
                 Some((Ok(chunk), f))
             }
-            None if f.cut => {
+            None if f.pace.stall => {
+                // Silent with the connection open, until the client leaves.
+                futures::future::pending::<()>().await;
+                None
+            }
+            None if f.pace.cut => {
                 tokio::time::sleep(CUT_GRACE).await;
-                f.cut = false;
+                f.pace.cut = false;
                 let err = std::io::Error::new(
                     std::io::ErrorKind::ConnectionAborted,
                     "quire-testkit: connection cut by script",

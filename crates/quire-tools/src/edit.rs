@@ -5,7 +5,7 @@ use quire_core::{Ctx, ToolOutput};
 use quire_workspace::SessionCopy;
 use serde_json::{Map, Value};
 
-use crate::paths::{Refusal, resolve};
+use crate::paths::{Refusal, not_applicable, resolve};
 use crate::state::WorkspaceState;
 use crate::util::{
     bigram_dice, bigrams, content_hash, file_diff, number_lines, split_lines, str_arg,
@@ -55,6 +55,14 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         }
     };
     let path = file.rel.as_str();
+    if let Some(reason) = not_applicable(copy, &file) {
+        return ToolOutput::error(text(
+            &config,
+            TOOL,
+            "not_applicable",
+            &[("path", path), ("reason", &reason)],
+        ));
+    }
     match std::fs::metadata(&file.abs) {
         Err(_) => return ToolOutput::error(text(&config, TOOL, "not_found", &[("path", path)])),
         Ok(meta) if meta.is_dir() => {

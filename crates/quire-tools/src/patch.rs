@@ -12,7 +12,7 @@ use quire_patch::{
 use quire_workspace::SessionCopy;
 use serde_json::{Map, Value};
 
-use crate::paths::{Refusal, resolve};
+use crate::paths::{Refusal, not_applicable, resolve};
 use crate::state::WorkspaceState;
 use crate::util::{content_hash, file_diff, number_lines, str_arg, text, write_atomic};
 
@@ -117,6 +117,14 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
                 ));
             }
         };
+        if let Some(reason) = not_applicable(copy, &r) {
+            return ToolOutput::error(text(
+                &config,
+                TOOL,
+                "not_applicable",
+                &[("path", &r.rel), ("reason", &reason)],
+            ));
+        }
         let exact = file.hunks.iter().all(|h| {
             h.stated_line != 0 && h.search == SearchKind::AtStatedLine && h.mode == MatchMode::Exact
         });

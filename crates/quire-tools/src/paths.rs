@@ -51,6 +51,17 @@ pub(crate) fn resolve(copy: &SessionCopy, raw: &str) -> Result<Resolved, Refusal
     Ok(Resolved { abs, rel })
 }
 
+/// Why a write to `file` would be refused when the change is applied to
+/// the original (a reserved path, or one through a symlink the copy left
+/// out), in the guard's words; `None` when it would apply. Checked at
+/// write time so the agent can go another way instead of losing the
+/// whole change at the end.
+pub(crate) fn not_applicable(copy: &SessionCopy, file: &Resolved) -> Option<String> {
+    let err = copy.check_applicable(&file.rel).err()?;
+    tracing::debug!(path = %file.rel, %err, "write refused: the apply would refuse it");
+    Some(err.to_string())
+}
+
 /// A folder argument (default the root) that exists and is a folder.
 pub(crate) fn resolve_dir_arg(copy: &SessionCopy, raw: &str) -> Result<Resolved, PathProblem> {
     let resolved = resolve(copy, raw).map_err(|r| match r {

@@ -1125,6 +1125,74 @@ async fn every_tool_refuses_paths_outside_the_workspace() {
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
 }
 
+#[tokio::test]
+async fn writes_the_final_apply_would_refuse_are_refused_at_write_time_with_the_reason() {
+    let outside = TempDir::new().unwrap();
+    let dirs = TempDir::new().unwrap();
+    let original = dirs.path().join("original");
+    write(&original, "in.py", "x\n");
+    // Left out of the copy (it leads outside), so the copy has no `vendor`.
+    std::os::unix::fs::symlink(outside.path(), original.join("vendor")).unwrap();
+    let root = dirs.path().join("copy");
+    let ws = Ws {
+        copy: Arc::new(SessionCopy::create(&original, &root).unwrap()),
+        root,
+        _dirs: dirs,
+    };
+    let mut ctx = ctx();
+    let calls = [
+        (
+            "write_file",
+            json!({"path": "vendor/lib.py", "content": "x"}),
+            "vendor/lib.py",
+        ),
+        (
+            "apply_patch",
+            json!({"patch": "--- /dev/null\n+++ b/vendor/new.py\n@@ -0,0 +1 @@\n+x\n"}),
+            "vendor/new.py",
+        ),
+        (
+            "write_file",
+            json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+            ".git/hooks/pre-commit",
+        ),
+    ];
+    for (tool, args, path) in calls {
+        let out = call(&tools(&ws), &mut ctx, tool, args).await;
+        assert!(out.is_error, "{tool} {path}: {}", out.agent_view);
+        let template = err_text(&ctx, tool, "not_applicable");
+        assert!(
+            out.agent_view
+                .starts_with(&quire_config::render(prefix_of(&template), &[])),
+            "{tool}: {}",
+            out.agent_view
+        );
+        assert!(
+            out.agent_view.contains(&format!("`{path}`")),
+            "{}",
+            out.agent_view
+        );
+        // The reason says what is wrong with the path.
+        let reason = if path.starts_with(".git") {
+            "reserved path"
+        } else {
+            "leads outside the workspace"
+        };
+        assert!(out.agent_view.contains(reason), "{}", out.agent_view);
+        assert!(!ws.root.join(path).exists(), "{tool} wrote {path}");
+    }
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    // A normal new file is still fine.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "write_file",
+        json!({"path": "src/new.py", "content": "x"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+}
+
 // ----------------------------------------------------------------- run_tests
 
 const PYTEST_PROJECT: &[(&str, &str)] = &[

@@ -4,7 +4,7 @@ use quire_core::{Ctx, ToolOutput};
 use quire_workspace::SessionCopy;
 use serde_json::{Map, Value};
 
-use crate::paths::{Refusal, resolve};
+use crate::paths::{Refusal, not_applicable, resolve};
 use crate::state::WorkspaceState;
 use crate::util::{content_hash, file_diff, split_lines, str_arg, text, write_atomic};
 
@@ -31,6 +31,14 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         }
     };
     let path = file.rel.as_str();
+    if let Some(reason) = not_applicable(copy, &file) {
+        return ToolOutput::error(text(
+            &config,
+            TOOL,
+            "not_applicable",
+            &[("path", path), ("reason", &reason)],
+        ));
+    }
     // symlink_metadata: a dangling link is still something in the way.
     if std::fs::symlink_metadata(&file.abs).is_ok() || file.abs == copy.root() {
         return ToolOutput::error(text(&config, TOOL, "exists", &[("path", path)]));

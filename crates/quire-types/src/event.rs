@@ -77,6 +77,23 @@ pub enum EventKind {
         duration_ms: u64,
         model: String,
     },
+    /// A model request attempt failed and is retried: what the user sees
+    /// as one line, and what the provider may bill for (`usage`, the tokens
+    /// it reported before failing; they count in the session's totals).
+    ModelRetry {
+        iteration: u32,
+        /// The attempt that failed (from 1); the next is this + 1.
+        failed_attempt: u32,
+        max_attempts: u32,
+        reason: String,
+        /// Set when the attempt timed out: the limit, in seconds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timed_out_after_secs: Option<f64>,
+        #[serde(default)]
+        usage: Usage,
+        elapsed_ms: u64,
+        retry_in_ms: u64,
+    },
     ToolCallStarted {
         call_id: String,
         name: String,
@@ -190,6 +207,7 @@ impl EventKind {
             EventKind::UserMessage { .. } => "user_message",
             EventKind::ModelRequest { .. } => "model_request",
             EventKind::ModelResponse { .. } => "model_response",
+            EventKind::ModelRetry { .. } => "model_retry",
             EventKind::ToolCallStarted { .. } => "tool_call_started",
             EventKind::ToolResult { .. } => "tool_result",
             EventKind::ProtocolRepair { .. } => "protocol_repair",

@@ -599,6 +599,27 @@ fn event_card(out: &mut String, e: &StoredEvent, calls: &HashMap<&str, &str>) {
             }
             card("response", &format!("Reply {iteration}"), &inner)
         }
+        EventKind::ModelRetry {
+            iteration,
+            failed_attempt,
+            max_attempts,
+            reason,
+            usage,
+            elapsed_ms,
+            retry_in_ms,
+            ..
+        } => card(
+            "repair warn",
+            &format!(
+                "Retry of request {iteration}: attempt {failed_attempt}/{max_attempts} failed"
+            ),
+            &format!(
+                "<p class=\"muted\">after {elapsed_ms} ms · prompt {} · completion {} reported before it failed · next attempt in {retry_in_ms} ms</p>{}",
+                num(usage.prompt_tokens),
+                num(usage.completion_tokens),
+                pre(reason)
+            ),
+        ),
         EventKind::ToolCallStarted { .. } => {}
         EventKind::ToolResult {
             call_id,

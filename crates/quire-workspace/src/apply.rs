@@ -158,6 +158,24 @@ struct Planned<'a> {
 }
 
 impl SessionCopy {
+    /// Whether a change at `rel` could be applied to the original, checked
+    /// when a tool writes it rather than at the end: the path must not be
+    /// reserved and must not go, in the original, through a symlink that
+    /// leads outside or nowhere (such links were left out of the copy, so
+    /// the copy alone cannot tell). The same rules as
+    /// [`SessionCopy::apply_to_original`].
+    pub fn check_applicable(&self, rel: &str) -> Result<(), PathError> {
+        let normalized = crate::guard::normalize(rel)?
+            .iter()
+            .map(|p| p.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        if always_skipped(&normalized, false) {
+            return Err(PathError::Reserved { path: normalized });
+        }
+        resolve_under(self.original(), self.canonical_original(), &normalized).map(|_| ())
+    }
+
     /// Apply `changes` to the original, all or nothing. First checks that
     /// every touched file of the original is unchanged since the copy was
     /// made (a file added in the copy must still not exist); if not, writes

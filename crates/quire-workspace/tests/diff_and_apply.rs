@@ -321,3 +321,46 @@ fn unsafe_change_paths_are_refused() {
     ));
     assert!(!f.ws.path().parent().unwrap().join("escape.txt").exists());
 }
+
+#[test]
+fn writes_the_apply_would_refuse_are_known_before_the_apply() {
+    let f = Fixture::new();
+    let outside = tempfile::tempdir().unwrap();
+    // A link out of the workspace is left out of the copy, so in the copy
+    // `vendor/` is just a missing folder the agent could create.
+    symlink(outside.path(), f.ws.path().join("vendor")).unwrap();
+    symlink("nowhere", f.ws.path().join("dangling")).unwrap();
+    let copy = SessionCopy::create(f.ws.path(), &f.state.path().join("work2")).unwrap();
+    assert!(
+        copy.resolve("vendor/lib.py").is_ok(),
+        "the copy alone allows it"
+    );
+    assert!(matches!(
+        copy.check_applicable("vendor/lib.py"),
+        Err(quire_workspace::PathError::Outside { .. })
+    ));
+    assert!(matches!(
+        copy.check_applicable("dangling/x.py"),
+        Err(quire_workspace::PathError::DanglingSymlink { .. })
+    ));
+    assert!(matches!(
+        copy.check_applicable("src/../.git/config"),
+        Err(quire_workspace::PathError::Reserved { .. })
+    ));
+    assert!(matches!(
+        copy.check_applicable("evaluation/test_x.py"),
+        Err(quire_workspace::PathError::Reserved { .. })
+    ));
+    copy.check_applicable("src/app.py").unwrap();
+    copy.check_applicable("src/brand/new.py").unwrap();
+    copy.check_applicable("app_link.py").unwrap();
+
+    // And the apply does refuse what the check refused.
+    write(copy.root(), "vendor/lib.py", b"x = 1\n");
+    let changes = copy.changes().unwrap();
+    assert!(changes.iter().any(|c| c.path == "vendor/lib.py"));
+    assert!(matches!(
+        copy.apply_to_original(&changes, &f.state.path().join("backup2")),
+        Err(ApplyError::UnsafePath { .. })
+    ));
+}

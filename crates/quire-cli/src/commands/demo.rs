@@ -19,6 +19,7 @@ pub async fn demo(global: &GlobalArgs, args: DemoArgs) -> Result<ExitCode> {
             task_dir.display()
         );
     }
+    require_pytest()?;
     let home = home(global)?;
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
     let target = home.root().join("demo").join(format!("task-{stamp}"));
@@ -66,6 +67,27 @@ pub async fn demo(global: &GlobalArgs, args: DemoArgs) -> Result<ExitCode> {
         .run(info, super::run::options(global, &redactor, &review))
         .await?;
     Ok(super::run::finish(global, &report))
+}
+
+/// The example is a Python project tested with pytest: without it every
+/// test run fails and the replay goes off its recording, so say so first.
+fn require_pytest() -> Result<()> {
+    let found = std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    match found {
+        Ok(status) if status.success() => Ok(()),
+        Ok(_) => bail!(
+            "the example's tests run with pytest, which python3 cannot import here: install it \
+             (`bash .ci/deps`, or `python3 -m pip install pytest`) and run the demo again"
+        ),
+        Err(err) => bail!(
+            "the example's tests run with python3 and pytest, but python3 could not be started \
+             ({err}): install Python 3 and pytest (`bash .ci/deps`) and run the demo again"
+        ),
+    }
 }
 
 /// The demo's sessions are filed under the project `demo`.

@@ -20,6 +20,9 @@ use crate::cli::{EvalCommand, EvalRunArgs, GlobalArgs, RecordingArgs};
 use crate::client::{home, load_agent};
 use crate::render::Style;
 
+/// The split `eval run` uses when none is given and no task is named.
+const DEFAULT_RUN_SPLIT: &str = "test";
+
 pub async fn eval(global: &GlobalArgs, cmd: EvalCommand) -> Result<ExitCode> {
     match cmd {
         EvalCommand::Check { suite, tasks, jobs } => check(global, &suite, tasks, jobs).await,
@@ -144,7 +147,11 @@ fn agent_spec(global: &GlobalArgs, config: &quire_config::AgentConfig) -> String
 
 async fn run(global: &GlobalArgs, args: EvalRunArgs) -> Result<ExitCode> {
     let suite = Suite::load(&args.suite)?;
-    let selection = suite.select(&args.split, &args.tasks)?;
+    // A task named without a split runs wherever it is listed.
+    let selection = match &args.split {
+        None if !args.tasks.is_empty() => suite.select_named(&args.tasks)?,
+        split => suite.select(split.as_deref().unwrap_or(DEFAULT_RUN_SPLIT), &args.tasks)?,
+    };
     let config = load_agent(global, None)?;
     let notes = eval_notes::plan(&home(global)?, &config, args.learn, args.notes.as_deref())?;
     let settings = settings(&config, args.jobs, args.timeout);

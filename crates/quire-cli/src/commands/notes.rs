@@ -50,6 +50,12 @@ pub async fn notes(global: &GlobalArgs, args: NotesArgs) -> Result<ExitCode> {
             all,
             limit,
         } => search(global, &opened, &query, project, kind, all, limit),
+        NotesCommand::New {
+            path,
+            title,
+            kind,
+            no_edit,
+        } => new_note(global, &opened, &path, &title, &kind, no_edit),
         NotesCommand::Edit { note } => edit(global, &opened, &note),
         NotesCommand::Rm { note } => rm(global, &opened, &note),
         NotesCommand::Stats => stats(global, &opened),
@@ -407,9 +413,46 @@ fn search(
     Ok(ExitCode::SUCCESS)
 }
 
+fn new_note(
+    global: &GlobalArgs,
+    o: &Opened,
+    path: &Path,
+    title: &str,
+    kind: &str,
+    no_edit: bool,
+) -> Result<ExitCode> {
+    let kind: Kind = kind.parse().map_err(|e| anyhow::anyhow!("--kind: {e}"))?;
+    let note = o.notes.tree.write_skeleton(path, title, kind)?;
+    let abs = o.notes.tree.abs_path(&note);
+    if no_edit {
+        o.notes.index.upsert(&note)?;
+        if global.json {
+            print_json(&note_json(&note))?;
+        } else if !global.quiet {
+            println!("wrote {}", abs.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let hint = format!("quire notes edit {}", note.path_str());
+    open_in_editor(&abs).with_context(|| format!("the skeleton is kept at {}", abs.display()))?;
+    check_and_index(global, o, &abs, note.id(), &hint)
+}
+
 fn edit(global: &GlobalArgs, o: &Opened, arg: &str) -> Result<ExitCode> {
     let note = o.resolve(arg)?;
     let path = o.notes.tree.abs_path(&note);
+    open_in_editor(&path).context("the note was not re-indexed")?;
+    check_and_index(
+        global,
+        o,
+        &path,
+        note.id(),
+        &format!("quire notes edit {arg}"),
+    )
+}
+
+/// Opens `path` in $VISUAL, else $EDITOR, else vi, and waits for it.
+fn open_in_editor(path: &Path) -> Result<()> {
     let editor = std::env::var("VISUAL")
         .ok()
         .or_else(|| std::env::var("EDITOR").ok())
@@ -420,14 +463,30 @@ fn edit(global: &GlobalArgs, o: &Opened, arg: &str) -> Result<ExitCode> {
         .arg("-c")
         .arg(format!("{editor} \"$1\""))
         .arg("sh")
-        .arg(&path)
+        .arg(path)
         .status()
         .with_context(|| format!("cannot start the editor `{editor}`"))?;
     if !status.success() {
-        bail!("the editor `{editor}` exited with {status}; the note was not re-indexed");
+        bail!("the editor `{editor}` exited with {status}");
     }
-    match o.notes.tree.find_by_path(&path) {
+    Ok(())
+}
+
+/// After an editor: the note at `path` is checked and (re-)indexed, or
+/// dropped from the index when it was removed; a broken one is reported
+/// with `hint` and left on disk as it is.
+fn check_and_index(
+    global: &GlobalArgs,
+    o: &Opened,
+    path: &Path,
+    id: &str,
+    hint: &str,
+) -> Result<ExitCode> {
+    match o.notes.tree.find_by_path(path) {
         Ok(Some(edited)) => {
+            if edited.id() != id {
+                o.notes.index.remove(id)?;
+            }
             o.notes.index.upsert(&edited)?;
             if let Err(err) = o.notes.tree.regenerate_readmes() {
                 tracing::warn!(%err, "cannot refresh the READMEs");
@@ -435,20 +494,18 @@ fn edit(global: &GlobalArgs, o: &Opened, arg: &str) -> Result<ExitCode> {
             if global.json {
                 print_json(&note_json(&edited))?;
             } else if !global.quiet {
-                println!("saved and re-indexed {}", path.display());
+                println!("saved and indexed {}", path.display());
             }
             Ok(ExitCode::SUCCESS)
         }
         Ok(None) => {
-            o.notes.index.remove(note.id())?;
+            o.notes.index.remove(id)?;
             println!("{} was removed; dropped it from the index", path.display());
             Ok(ExitCode::SUCCESS)
         }
         Err(err) => {
             eprintln!("{err}");
-            eprintln!(
-                "the note is left out until its frontmatter is fixed (quire notes edit {arg})"
-            );
+            eprintln!("the note is left out until its frontmatter is fixed ({hint})");
             Ok(ExitCode::from(1))
         }
     }
@@ -504,6 +561,8 @@ fn stats(global: &GlobalArgs, o: &Opened) -> Result<ExitCode> {
                 "helpful": n.meta.helpful, "harmful": n.meta.harmful})).collect::<Vec<_>>(),
             "broken": report.broken.iter().map(|b| json!({"path": b.path, "line": b.line,
                 "message": b.message})).collect::<Vec<_>>(),
+            "filled": report.filled.iter().map(|f| json!({"path": f.path, "id": f.id,
+                "fields": f.fields})).collect::<Vec<_>>(),
             "index": {"dir": o.notes.index.dir(), "documents": o.notes.index.len(), "bytes": index_bytes},
             "jobs": jobs.iter().map(|(s, n)| (s.to_string(), *n)).collect::<BTreeMap<_, _>>(),
         }))?;
@@ -525,6 +584,17 @@ fn stats(global: &GlobalArgs, o: &Opened) -> Result<ExitCode> {
     println!("  by kind:   {}", join(&by_kind));
     println!("  by status: {}", join(&by_status));
     println!("  by place:  {}", join(&by_place));
+    if !report.filled.is_empty() {
+        println!(
+            "{} {} hand-written notes had fields filled from their path and file times",
+            s.bold("filled"),
+            report.filled.len()
+        );
+        for f in &report.filled {
+            let fields: Vec<&str> = f.fields.iter().map(|f| f.as_str()).collect();
+            println!("  {} ({})", f.path.display(), fields.join(", "));
+        }
+    }
     if !helpful.is_empty() {
         println!("{}", s.bold("credited by sessions"));
         for n in helpful {

@@ -360,7 +360,7 @@ async fn drip_past_idle_timeout_is_timeout() {
 }
 
 /// Each chunk arrives within the idle timeout, but the whole stream would
-/// take ~2 s: the overall cap (4 × 200 ms) ends it.
+/// take ~2 s: the overall limit (800 ms) ends it.
 #[tokio::test]
 async fn slow_drip_hits_the_overall_cap() {
     for provider in [Provider::OpenAi, Provider::Anthropic] {
@@ -369,7 +369,8 @@ async fn slow_drip_hits_the_overall_cap() {
         ))]))
         .await;
         let mut s = settings(provider, true, &server);
-        s.request_timeout = Duration::from_millis(200);
+        s.idle_timeout = Duration::from_millis(200);
+        s.request_timeout = Duration::from_millis(800);
         s.max_attempts = 1;
         let started = Instant::now();
         let err = build_client(s)
@@ -428,4 +429,107 @@ async fn connection_refused_is_connection_error() {
         "{err:?}"
     );
     assert!(err.to_string().contains("connect"), "{err}");
+}
+
+/// Defaults that suit slow and reasoning models: stream, wait up to 300 s
+/// for a token (the first one too), and give a whole answer 30 minutes.
+#[test]
+fn defaults_wait_for_slow_models() {
+    let s = quire_llm::ClientSettings::new(Provider::OpenAi, "m", "http://127.0.0.1:1/v1");
+    assert!(s.stream);
+    assert_eq!(s.idle_timeout, Duration::from_secs(300));
+    assert_eq!(s.request_timeout, Duration::from_secs(1800));
+}
+
+fn observed() -> (
+    std::sync::Arc<std::sync::Mutex<Vec<quire_llm::RetryNotice>>>,
+    impl Fn(&quire_llm::RetryNotice) + Send + Sync,
+) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    (seen, move |n: &quire_llm::RetryNotice| {
+        sink.lock().unwrap().push(n.clone())
+    })
+}
+
+/// A model that thinks before its first token, within the idle limit, is
+/// waited for: one request, no retry, the answer kept.
+#[tokio::test]
+async fn a_slow_first_token_within_the_idle_limit_is_not_retried() {
+    for provider in [Provider::OpenAi, Provider::Anthropic] {
+        let server = ScriptedServer::start(Script::sequence(vec![fault(Fault::SlowFirstToken(
+            Duration::from_millis(900),
+            Box::new(Reply::text("thought it through")),
+        ))]))
+        .await;
+        let mut s = settings(provider, true, &server);
+        s.idle_timeout = Duration::from_millis(1500);
+        s.request_timeout = Duration::from_secs(5);
+        let (seen, observe) = observed();
+        let started = Instant::now();
+        let response = build_client(s)
+            .unwrap()
+            .complete_observed(&request(), &observe)
+            .await
+            .unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(900));
+        assert_eq!(response.content, "thought it through", "{provider}");
+        assert!(seen.lock().unwrap().is_empty(), "{provider}: no retry");
+        assert_eq!(server.requests().len(), 1, "{provider}");
+        // Past the idle limit, the same silence is a stall.
+        let server = ScriptedServer::start(Script::sequence(vec![fault(Fault::SlowFirstToken(
+            Duration::from_millis(900),
+            Box::new(Reply::text("too late")),
+        ))]))
+        .await;
+        let mut s = settings(provider, true, &server);
+        s.idle_timeout = Duration::from_millis(300);
+        s.max_attempts = 1;
+        let err = build_client(s)
+            .unwrap()
+            .complete(&request())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, LlmError::Timeout { after, .. } if after == Duration::from_millis(300)),
+            "{provider}: {err:?}"
+        );
+    }
+}
+
+/// A stream that starts and then stalls is cut at the idle limit and sent
+/// again; the retry is told with the limit and the tokens the stalled
+/// attempt reported (Anthropic reports the prompt's at the start).
+#[tokio::test]
+async fn a_stalled_stream_is_retried_and_the_retry_is_told_with_its_tokens() {
+    for provider in [Provider::OpenAi, Provider::Anthropic] {
+        let server = ScriptedServer::start(Script::sequence(vec![
+            fault(Fault::StallStream),
+            Reply::text("second time lucky"),
+        ]))
+        .await;
+        let mut s = settings(provider, true, &server);
+        s.idle_timeout = Duration::from_millis(300);
+        s.request_timeout = Duration::from_secs(5);
+        let (seen, observe) = observed();
+        let started = Instant::now();
+        let response = build_client(s)
+            .unwrap()
+            .complete_observed(&request(), &observe)
+            .await
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(3), "{provider}");
+        assert_eq!(response.content, "second time lucky");
+        assert_eq!(server.requests().len(), 2, "{provider}");
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "{provider}: {seen:?}");
+        let notice = &seen[0];
+        assert_eq!((notice.attempt, notice.max_attempts), (1, 3));
+        assert_eq!(notice.timed_out_after, Some(Duration::from_millis(300)));
+        assert!(notice.elapsed >= Duration::from_millis(300));
+        if provider == Provider::Anthropic {
+            assert!(notice.usage.prompt_tokens > 0, "{notice:?}");
+        }
+        assert!(!notice.reason.contains(KEY));
+    }
 }
