@@ -222,7 +222,7 @@ fn a_run_records_resolved_hidden_failed_and_timeout_then_reports_and_compares() 
     let run = store.get_eval_run(&run_a).unwrap().unwrap();
     assert_eq!(run.status, EvalRunStatus::Completed);
     assert_eq!((run.suite.as_str(), run.split.as_str()), ("mini", "test"));
-    assert_eq!((run.agent.as_str(), run.timeout_secs), ("default", 3));
+    assert_eq!((run.agent.as_str(), run.timeout_secs), ("default", 10));
     let rows = results(&store, &run_a);
     assert_eq!(rows.len(), 3);
 

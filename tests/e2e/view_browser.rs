@@ -143,7 +143,7 @@ fn a_running_session_page_updates_in_the_browser() {
     let root = tempfile::tempdir().unwrap();
     // Five slow steps: time for the browser to start and open the page
     // while the session still runs, even on a busy machine.
-    let mut session = slow_session(root.path(), Duration::from_millis(2000));
+    let mut session = slow_session(root.path(), Duration::from_millis(4000));
     let viewer = Viewer::start(root.path());
     let id = first_session(&viewer);
     assert_eq!(
