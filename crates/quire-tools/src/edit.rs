@@ -30,6 +30,7 @@ pub(crate) const ERRORS: &[&str] = &[
     "note_partial_line",
     "note_whitespace",
     "outside",
+    "not_applicable",
 ];
 /// Lines of context shown around the edited region.
 const CONTEXT: usize = 2;

@@ -44,6 +44,7 @@ pub(crate) const ERRORS: &[&str] = &[
     "reason_not_found",
     "region",
     "repaired",
+    "not_applicable",
 ];
 /// Most expected lines quoted back for a failed hunk.
 const EXPECTED_MAX: usize = 30;

@@ -10,7 +10,14 @@ use crate::util::{content_hash, file_diff, split_lines, str_arg, text, write_ato
 
 pub(crate) const TOOL: &str = "write_file";
 /// The `[errors]` keys this tool renders (checked when a config loads).
-pub(crate) const ERRORS: &[&str] = &["created", "cut", "exists", "io", "outside"];
+pub(crate) const ERRORS: &[&str] = &[
+    "created",
+    "cut",
+    "exists",
+    "io",
+    "not_applicable",
+    "outside",
+];
 
 pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) -> ToolOutput {
     let config = ctx.config.clone();
