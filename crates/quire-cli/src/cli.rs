@@ -441,6 +441,11 @@ pub struct MetaNewArgs {
     /// The meta model (default: the agent's model).
     #[arg(long)]
     pub meta_model: Option<String>,
+    /// Evaluate every generation with learn runs (as `eval run --learn`):
+    /// train from no notes, val from the notes learnt on train; the
+    /// note-taker's tokens count, and the notes parts may be edited.
+    #[arg(long)]
+    pub learn: bool,
 }
 
 #[derive(Debug, Args)]
@@ -473,6 +478,11 @@ pub struct MetaImproveArgs {
     /// The meta model (default: the agent's model).
     #[arg(long)]
     pub meta_model: Option<String>,
+    /// Evaluate every generation with learn runs (as `eval run --learn`):
+    /// train from no notes, val from the notes learnt on train; the
+    /// note-taker's tokens count, and the notes parts may be edited.
+    #[arg(long)]
+    pub learn: bool,
 }
 
 #[derive(Debug, Args)]
@@ -492,6 +502,10 @@ pub struct MetaReportArgs {
     pub jobs: u32,
     #[arg(long, default_value_t = 900, value_name = "SECS")]
     pub timeout: u64,
+    /// Learn runs on test, from the notes each generation learnt on val
+    /// (for generations improved with `--learn`).
+    #[arg(long)]
+    pub learn: bool,
 }
 
 /// Every `-c`/`--config` value on the command line, in order, at any level

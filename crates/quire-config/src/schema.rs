@@ -215,6 +215,12 @@ pub struct NotesConfig {
     /// Model calls the note-taker may make per session it distills.
     #[serde(default = "defaults::distill_max_iterations")]
     pub distill_max_iterations: u32,
+    /// Once the project has notes, a session that went right in at most
+    /// this many model calls, without a tool error or protocol repair, is
+    /// not distilled: it found its way, so a note could not have saved it
+    /// a call, and distilling costs one (0: only the files rule applies).
+    #[serde(default = "defaults::triage_max_calls")]
+    pub triage_max_calls: u32,
     /// `quire run` starts the note-taker in the background when a session ends.
     #[serde(default = "defaults::yes")]
     pub auto_distill: bool,
@@ -552,6 +558,12 @@ pub(crate) mod defaults {
     }
     pub fn distill_max_iterations() -> u32 {
         12
+    }
+    /// Live learn runs (shop, more-itertools): sessions of 2-3 calls were
+    /// distilled for about 4k prompt tokens each and taught the next ones
+    /// nothing that changed their call count.
+    pub fn triage_max_calls() -> u32 {
+        3
     }
     pub fn job_lease_secs() -> u64 {
         120

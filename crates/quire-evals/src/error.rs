@@ -27,6 +27,9 @@ pub enum EvalError {
     RunLocked { run: String, pid: u32 },
     #[error("eval run {run}: {message}")]
     Run { run: String, message: String },
+    /// A run's notes tree or its note-taker could not be opened.
+    #[error("notes at {}: {message}", path.display())]
+    Notes { path: PathBuf, message: String },
     #[error("the store lock is poisoned (a thread panicked while writing)")]
     StorePoisoned,
 }

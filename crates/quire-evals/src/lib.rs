@@ -19,6 +19,7 @@ mod curve;
 mod error;
 mod learning;
 mod metadata;
+mod notes_run;
 mod report;
 mod runner;
 mod stats;
@@ -36,6 +37,10 @@ pub use learning::{
     DistillCost, DistillState, LearnEnd, Learner, NotesPlan, NotesUse, copy_notes, run_notes_dirs,
 };
 pub use metadata::TaskMetadata;
+pub use notes_run::{
+    NoteTaker, note_taker_config, notes_runner, notes_session_config, notes_tool_chars,
+    prepare_run_notes,
+};
 pub use report::{ReportTotals, RunReport, pct, secs, short_hash, tokens_text};
 pub use runner::{
     Category, EvalRunner, NoProgress, Progress, RunEnd, RunPlan, SessionDriver, Settings,

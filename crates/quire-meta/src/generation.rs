@@ -68,11 +68,19 @@ pub struct RunRecord {
     pub done: u32,
     pub resolved: u32,
     pub resolve_rate: f64,
-    /// Mean prompt + completion tokens per attempt.
+    /// Mean prompt + completion tokens per attempt; a learn run's
+    /// distillations included (learning is part of the cost).
     pub mean_tokens: f64,
     pub total_tokens: u64,
     pub wall_ms: u64,
     pub cost_usd: f64,
+    /// A learn run: each session was distilled before the next task, and
+    /// the figures above count the note-taker's tokens.
+    #[serde(default)]
+    pub learn: bool,
+    /// The note-taker's prompt + completion tokens (in `total_tokens`).
+    #[serde(default)]
+    pub distill_tokens: u64,
 }
 
 impl RunRecord {
@@ -96,7 +104,21 @@ impl RunRecord {
             total_tokens: totals.total_tokens,
             wall_ms: totals.total_wall_ms,
             cost_usd: totals.total_cost_usd,
+            learn: false,
+            distill_tokens: 0,
         }
+    }
+
+    /// The record of a learn run: `distill_tokens` (what its note-taker
+    /// spent) added to the totals and to the mean per attempt.
+    pub fn with_learning(mut self, distill_tokens: u64) -> RunRecord {
+        self.learn = true;
+        self.distill_tokens = distill_tokens;
+        self.total_tokens += distill_tokens;
+        if self.done > 0 {
+            self.mean_tokens += distill_tokens as f64 / f64::from(self.done);
+        }
+        self
     }
 
     /// Better than `other`: a higher resolve rate, or the same rate with
@@ -198,11 +220,17 @@ impl GenerationMeta {
 
     /// The latest run on `split` over exactly `tasks` (reused instead of
     /// evaluating the same thing twice).
-    pub fn run_over(&self, split: &str, tasks: &[String]) -> Option<&RunRecord> {
+    pub fn run_over(&self, split: &str, tasks: &[String], learn: bool) -> Option<&RunRecord> {
         self.runs
             .iter()
             .rev()
-            .find(|r| r.split == split && r.tasks == tasks && r.repeat == 1)
+            .find(|r| r.split == split && r.tasks == tasks && r.repeat == 1 && r.learn == learn)
+    }
+
+    /// The latest learn run on `split`: where a learn evaluation of the
+    /// next split starts its notes from.
+    pub fn latest_learn_run(&self, split: &str) -> Option<&RunRecord> {
+        self.runs.iter().rev().find(|r| r.split == split && r.learn)
     }
 
     /// Adds a run and its cost.
@@ -471,6 +499,8 @@ mod tests {
             total_tokens: 0,
             wall_ms: 0,
             cost_usd: 0.0,
+            learn: false,
+            distill_tokens: 0,
         }
     }
 

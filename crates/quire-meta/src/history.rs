@@ -271,6 +271,8 @@ mod tests {
             total_tokens: (tokens * 2.0) as u64,
             wall_ms: 1500,
             cost_usd: 0.0,
+            learn: false,
+            distill_tokens: 0,
         });
         HistoryRow::new(&g)
     }

@@ -13,10 +13,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use quire_config::{AgentConfig, AgentSource, Loader, Override, render};
 use quire_core::Interrupt;
-use quire_evals::{EvalRunner, RunPlan, Settings, Suite, create_run};
+use quire_evals::{
+    DistillCost, EvalRunner, NoteTaker, NotesPlan, RunPlan, Settings, Suite, create_run,
+    note_taker_config, notes_runner, notes_session_config, notes_tool_chars, prepare_run_notes,
+    run_notes_dirs,
+};
 use quire_llm::ModelClient;
 use quire_session::{DataHome, Runner};
 use quire_store::{EvalResultRow, Store};
+use quire_types::Redactor;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -38,6 +43,8 @@ pub struct Evaluation {
 /// real use; tests may stand in.
 #[async_trait]
 pub trait Evaluate: Send + Sync {
+    /// `notes` says whether the sessions see notes and learn (a learn
+    /// run's record counts its distillations).
     async fn evaluate(
         &self,
         generation: &Path,
@@ -45,10 +52,14 @@ pub trait Evaluate: Send + Sync {
         split: &str,
         tasks: &[String],
         repeat: u32,
+        notes: &NotesPlan,
     ) -> Result<Evaluation, MetaError>;
 
     /// The store the runs are written to (for digests and reused runs).
     fn store(&self) -> Result<Store, MetaError>;
+
+    /// The notes tree a learn run of this evaluator learnt into.
+    fn run_notes(&self, run_id: &str) -> PathBuf;
 
     fn suite(&self) -> &Suite;
 }
@@ -78,6 +89,7 @@ impl Evaluate for SuiteEvaluator {
         split: &str,
         tasks: &[String],
         repeat: u32,
+        notes: &NotesPlan,
     ) -> Result<Evaluation, MetaError> {
         let dir = generation
             .canonicalize()
@@ -85,21 +97,26 @@ impl Evaluate for SuiteEvaluator {
         let config = Loader::new(self.overrides.clone()).load(&AgentSource::Dir(dir.clone()))?;
         let client = (self.clients)(&config).map_err(MetaError::Model)?;
         let selection = self.suite.select(split, tasks)?;
-        let mut settings = Settings::new(self.jobs, self.timeout);
+        // A learn run is sequential: each task sees the notes of the ones before.
+        let jobs = if notes.learns() { 1 } else { self.jobs.max(1) };
+        let mut settings = Settings::new(jobs, self.timeout);
         settings.test_timeout = Duration::from_secs(config.tests.timeout_secs.max(1));
         settings.output_cap_bytes = config.tests.output_cap_bytes as usize;
+        settings.notes_tool_chars = notes_tool_chars(&config);
         let plan = RunPlan {
             selection: selection.clone(),
             repeat: repeat.max(1),
-            jobs: self.jobs.max(1) as u32,
+            jobs: jobs as u32,
             timeout: self.timeout,
             agent: label.to_string(),
             config_hash: config.hash.clone(),
             model: config.model.model.clone(),
             args: serde_json::json!({ "agent": dir, "meta": label }),
-            notes: quire_evals::NotesPlan::Off,
+            notes: notes.clone(),
         };
-        let runner = Arc::new(Runner::new(self.home.clone(), Arc::new(config), client)?);
+        let learner = notes.learns().then(|| note_taker_config(&config));
+        let session_config = notes_session_config(config, notes);
+        let runner = Runner::new(self.home.clone(), Arc::new(session_config), client)?;
         let store = runner.store();
         let run = {
             let store = store
@@ -107,25 +124,60 @@ impl Evaluate for SuiteEvaluator {
                 .map_err(|_| MetaError::Invalid("the store lock is poisoned".into()))?;
             create_run(&store, &self.suite, &plan)?
         };
-        tracing::info!(run = %run.id, label, split, "meta: evaluating");
-        let end = EvalRunner::new(runner, store, self.home.root().join("evals"))
-            .with_stop(self.stop.clone())
-            .execute(&run.id, &self.suite, &settings)
-            .await?;
+        let evals_dir = self.home.root().join("evals");
+        let paths = prepare_run_notes(&evals_dir.join(&run.id), notes)?;
+        let learner = match (learner, &paths) {
+            (Some(config), Some(paths)) => {
+                let client = (self.clients)(&config).map_err(MetaError::Model)?;
+                let mut redactor = Redactor::new();
+                redactor.add_env_secrets(config.secret_env_names());
+                let taker = NoteTaker::new(&self.home.db_path(), config, paths, client, redactor)?;
+                Some(Arc::new(taker))
+            }
+            _ => None,
+        };
+        let runner = Arc::new(notes_runner(runner, paths, notes));
+        tracing::info!(run = %run.id, label, split, notes = %notes.describe(), "meta: evaluating");
+        let mut evals =
+            EvalRunner::new(runner, store.clone(), evals_dir).with_stop(self.stop.clone());
+        if let Some(learner) = learner {
+            evals = evals.with_learner(learner);
+        }
+        let end = evals.execute(&run.id, &self.suite, &settings).await?;
         if end.interrupted {
             return Err(MetaError::Invalid(format!(
                 "eval run {} was interrupted (finish it with `quire eval resume {}`)",
                 run.id, run.id
             )));
         }
+        let mut record =
+            RunRecord::from_results(split, &run.id, &selection.tasks, repeat, &end.results);
+        if notes.learns() {
+            let store = store
+                .lock()
+                .map_err(|_| MetaError::Invalid("the store lock is poisoned".into()))?;
+            let mut distill_tokens = 0;
+            for id in end
+                .results
+                .iter()
+                .filter_map(|r| r.outcome.session_id.as_ref())
+            {
+                distill_tokens += DistillCost::of_session(&store, id)?.tokens();
+            }
+            record = record.with_learning(distill_tokens);
+        }
         Ok(Evaluation {
-            run: RunRecord::from_results(split, &run.id, &selection.tasks, repeat, &end.results),
+            run: record,
             results: end.results,
         })
     }
 
     fn store(&self) -> Result<Store, MetaError> {
         Ok(Store::open(&self.home.db_path())?)
+    }
+
+    fn run_notes(&self, run_id: &str) -> PathBuf {
+        run_notes_dirs(&self.home.root().join("evals").join(run_id)).0
     }
 
     fn suite(&self) -> &Suite {
@@ -147,6 +199,11 @@ pub struct ImproveOptions {
     pub copy_ngram: usize,
     /// Trajectory digests the reflection reads.
     pub max_digests: usize,
+    /// Evaluate every generation with learn runs (`quire eval run --learn`):
+    /// train starts with no notes, val with the notes the generation learnt
+    /// on train; the note-taker's tokens count in every figure, and the
+    /// notes parts (its prompt, its tools, `limit:notes.*`) may be edited.
+    pub learn: bool,
 }
 
 impl Default for ImproveOptions {
@@ -158,6 +215,7 @@ impl Default for ImproveOptions {
             patience: 3,
             copy_ngram: crate::copycheck::DEFAULT_NGRAM,
             max_digests: 6,
+            learn: false,
         }
     }
 }
@@ -299,15 +357,17 @@ impl Improver {
     }
 
     /// Evaluates generation `meta` on `tasks` of `split` unless a run over
-    /// exactly those tasks is recorded; returns the record and its results.
+    /// exactly those tasks (learning or not, as asked) is recorded; returns
+    /// the record and its results.
     async fn measure(
         &self,
         meta: &mut GenerationMeta,
         split: &str,
         tasks: &[String],
+        learn: bool,
         spent: &mut u64,
     ) -> Result<(RunRecord, Vec<EvalResultRow>), MetaError> {
-        if let Some(run) = meta.run_over(split, tasks) {
+        if let Some(run) = meta.run_over(split, tasks, learn) {
             let results = self.evaluator.store()?.eval_results(&run.run_id)?;
             if !results.is_empty() {
                 return Ok((run.clone(), results));
@@ -321,6 +381,7 @@ impl Improver {
                 split,
                 tasks,
                 1,
+                &notes_plan(self.evaluator.as_ref(), meta, split, learn),
             )
             .await?;
         *spent += evaluation.run.total_tokens;
@@ -452,8 +513,9 @@ impl Improver {
     ) -> Result<RoundOutcome, MetaError> {
         let batch = minibatch(train, options.batch, u64::from(round));
         let mut parent = self.lineage.load(parent_n)?;
-        let (parent_train, parent_results) =
-            self.measure(&mut parent, "train", &batch, spent).await?;
+        let (parent_train, parent_results) = self
+            .measure(&mut parent, "train", &batch, options.learn, spent)
+            .await?;
         let digests = {
             let store = self.evaluator.store()?;
             digest::digests(&store, &parent_results, options.max_digests)
@@ -464,7 +526,11 @@ impl Improver {
         self.lineage.save(&child)?;
         let dir = self.lineage.dir(child.n);
         let files = AgentFiles::open(&dir)?;
-        let parts = files.parts()?;
+        let parts: Vec<Part> = files
+            .parts()?
+            .into_iter()
+            .filter(|p| options.learn || !p.is_notes())
+            .collect();
         let mut usage = MetaUsage::default();
 
         let result = self
@@ -525,7 +591,9 @@ impl Improver {
         }
         self.lineage.save(&child)?;
 
-        let (child_train, _) = self.measure(&mut child, "train", &batch, spent).await?;
+        let (child_train, _) = self
+            .measure(&mut child, "train", &batch, options.learn, spent)
+            .await?;
         if !child_train.beats(&parent_train) {
             let reason = format!(
                 "train minibatch {} → {}: not a strict improvement",
@@ -536,8 +604,12 @@ impl Improver {
             return self.close(round, parent_n, child, meta_tokens);
         }
         let mut parent = self.lineage.load(parent_n)?;
-        let (parent_val, _) = self.measure(&mut parent, "val", val, spent).await?;
-        let (child_val, _) = self.measure(&mut child, "val", val, spent).await?;
+        let (parent_val, _) = self
+            .measure(&mut parent, "val", val, options.learn, spent)
+            .await?;
+        let (child_val, _) = self
+            .measure(&mut child, "val", val, options.learn, spent)
+            .await?;
         let verdict = format!(
             "train {} → {}; val {} → {}",
             parent_train.figures(),
@@ -677,6 +749,7 @@ pub async fn evaluate_on_test(
     evaluator: &dyn Evaluate,
     generations: &[u32],
     repeat: u32,
+    learn: bool,
     say: &Say,
 ) -> Result<Vec<(u32, RunRecord)>, MetaError> {
     let tasks = evaluator
@@ -701,6 +774,7 @@ pub async fn evaluate_on_test(
                 "test",
                 &tasks,
                 repeat,
+                &notes_plan(evaluator, &meta, "test", learn),
             )
             .await?;
         say(&format!(
@@ -713,6 +787,29 @@ pub async fn evaluate_on_test(
         out.push((n, evaluation.run));
     }
     Ok(out)
+}
+
+/// How a generation's sessions on `split` see notes: none, or (learning)
+/// a learn run starting from what the generation learnt on the split
+/// before (train for val, val for test), else from no notes.
+fn notes_plan(
+    evaluator: &dyn Evaluate,
+    meta: &GenerationMeta,
+    split: &str,
+    learn: bool,
+) -> NotesPlan {
+    if !learn {
+        return NotesPlan::Off;
+    }
+    let before = match split {
+        "val" => Some("train"),
+        "test" => Some("val"),
+        _ => None,
+    };
+    let from = before
+        .and_then(|b| meta.latest_learn_run(b))
+        .map(|r| evaluator.run_notes(&r.run_id).display().to_string());
+    NotesPlan::Learn { from }
 }
 
 /// The folder of a generation, for `--agent`.

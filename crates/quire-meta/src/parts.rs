@@ -3,12 +3,12 @@
 //!
 //! | id | where |
 //! |---|---|
-//! | `prompt:<section>` | a system prompt section file (`prompts.system`), or `prompt:task` |
+//! | `prompt:<section>` | a system prompt section file (`prompts.system`), `prompt:task`, or `prompt:note_taker` |
 //! | `tool:<name>:description` | `tools/<name>.toml` `description` |
 //! | `tool:<name>:error:<key>` | `tools/<name>.toml` `[errors]` |
 //! | `message:<key>` | `messages.toml` |
 //! | `reminder:<key>` | `reminders.toml` `[<key>] text` |
-//! | `limit:<key>` | `agent.toml` `[limits]`; `limit:context.<key>` and `limit:guidance.<key>` for those numbers |
+//! | `limit:<key>` | `agent.toml` `[limits]`; `limit:context.<key>`, `limit:guidance.<key>` and `limit:notes.<key>` for those numbers |
 //! | `extensions` | `agent.toml` `extensions` (order only) |
 //!
 //! Edits are made in place on the file text (the value's byte span is
@@ -25,7 +25,21 @@ use toml::Spanned;
 use crate::error::MetaError;
 
 /// Sections of `agent.toml` whose numbers are `limit:` parts.
-const LIMIT_SECTIONS: &[&str] = &["limits", "context", "guidance"];
+const LIMIT_SECTIONS: &[&str] = &["limits", "context", "guidance", "notes"];
+
+/// The `[notes]` numbers that shape what sessions see and what learning
+/// costs; the job queue's lease and attempts are plumbing, not tuning.
+const NOTES_LIMITS: &[&str] = &[
+    "retrieval_budget_chars",
+    "max_notes_shown",
+    "inline_chars",
+    "min_score",
+    "distill_max_iterations",
+    "triage_max_calls",
+];
+
+/// The prompt section of the note-taker (`prompts.note_taker`).
+const NOTE_TAKER: &str = "note_taker";
 
 /// One changeable part.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,7 +52,7 @@ pub enum Part {
     },
     Message(String),
     Reminder(String),
-    /// `section` is `limits`, `context` or `guidance`.
+    /// `section` is `limits`, `context`, `guidance` or `notes`.
     Limit {
         section: String,
         key: String,
@@ -60,6 +74,32 @@ impl fmt::Display for Part {
         }
     }
 }
+
+impl Part {
+    /// A part that only matters when sessions see notes and a note-taker
+    /// learns: the note-taker's prompt, its tools and the `[notes]` numbers.
+    pub fn is_notes(&self) -> bool {
+        match self {
+            Part::Prompt(section) => section == NOTE_TAKER,
+            Part::Limit { section, .. } => section == "notes",
+            Part::ToolDescription(tool) | Part::ToolError { tool, .. } => {
+                NOTE_TAKER_TOOLS.contains(&tool.as_str())
+            }
+            Part::Message(key) => key.starts_with("notes_"),
+            _ => false,
+        }
+    }
+}
+
+/// The note-taker's own tools (`prompts/note_taker.md` drives them).
+const NOTE_TAKER_TOOLS: &[&str] = &[
+    "note_create",
+    "note_done",
+    "note_read",
+    "note_search",
+    "note_supersede",
+    "note_update",
+];
 
 impl std::str::FromStr for Part {
     type Err = MetaError;
@@ -138,6 +178,8 @@ struct AgentSpans {
     context: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default)]
     guidance: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    notes: BTreeMap<String, Spanned<toml::Value>>,
     prompts: PromptPaths,
     #[serde(default)]
     tools_dir: Option<String>,
@@ -151,6 +193,8 @@ struct AgentSpans {
 struct PromptPaths {
     system: Vec<String>,
     task: String,
+    #[serde(default)]
+    note_taker: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -238,6 +282,14 @@ impl AgentFiles {
         if section == "task" {
             return Some(self.dir.join(&self.agent.prompts.task));
         }
+        if section == NOTE_TAKER {
+            return self
+                .agent
+                .prompts
+                .note_taker
+                .as_ref()
+                .map(|rel| self.dir.join(rel));
+        }
         self.agent
             .prompts
             .system
@@ -262,6 +314,9 @@ impl AgentFiles {
             }
         }
         parts.push(Part::Prompt("task".into()));
+        if self.agent.prompts.note_taker.is_some() {
+            parts.push(Part::Prompt(NOTE_TAKER.into()));
+        }
         let mut tools: Vec<String> = match std::fs::read_dir(self.tools_dir()) {
             Ok(entries) => entries
                 .filter_map(Result::ok)
@@ -296,7 +351,8 @@ impl AgentFiles {
         }
         for section in LIMIT_SECTIONS {
             for (key, value) in self.limit_section(section) {
-                if value.get_ref().is_integer() || value.get_ref().is_float() {
+                let tunable = *section != "notes" || NOTES_LIMITS.contains(&key.as_str());
+                if tunable && (value.get_ref().is_integer() || value.get_ref().is_float()) {
                     parts.push(Part::Limit {
                         section: (*section).into(),
                         key: key.clone(),
@@ -312,6 +368,7 @@ impl AgentFiles {
         match section {
             "context" => &self.agent.context,
             "guidance" => &self.agent.guidance,
+            "notes" => &self.agent.notes,
             _ => &self.agent.limits,
         }
     }
@@ -513,6 +570,56 @@ mod tests {
         for bad in ["prompt:", "tool:x", "limit:models.x", "prompt:../x", "nope"] {
             assert!(bad.parse::<Part>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn notes_parts_are_addressable_and_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        default_agent(dir.path());
+        let files = AgentFiles::open(dir.path()).unwrap();
+        let parts = files.parts().unwrap();
+        for id in [
+            "prompt:note_taker",
+            "limit:notes.inline_chars",
+            "limit:notes.min_score",
+            "tool:note_create:description",
+        ] {
+            let part: Part = id.parse().unwrap();
+            assert_eq!(part.to_string(), id);
+            assert!(parts.contains(&part), "{id} missing");
+            assert!(part.is_notes(), "{id} is a notes part");
+        }
+        // Plumbing of the job queue is not offered for tuning.
+        assert!(!parts.contains(&"limit:notes.job_lease_secs".parse().unwrap()));
+        assert!(!Part::Prompt("workflow".into()).is_notes());
+        assert!(!"limit:max_iterations".parse::<Part>().unwrap().is_notes());
+
+        let prompt = Part::Prompt("note_taker".into());
+        let PartValue::Text(text) = files.get(&prompt).unwrap() else {
+            panic!("the note-taker prompt is text")
+        };
+        assert!(text.contains("note"), "{text}");
+        files
+            .set(&prompt, &PartValue::Text("Write one map note.".into()))
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("prompts/note_taker.md")).unwrap(),
+            "Write one map note."
+        );
+        let min_score: Part = "limit:notes.min_score".parse().unwrap();
+        files
+            .set(&min_score, &PartValue::Number(toml::Value::Float(25.5)))
+            .unwrap();
+        let files = AgentFiles::open(dir.path()).unwrap();
+        assert_eq!(
+            files.get(&min_score).unwrap(),
+            PartValue::Number(toml::Value::Float(25.5))
+        );
+        // The edited folder still loads as an agent with the new number.
+        let config = quire_config::Loader::default()
+            .load(&quire_config::AgentSource::Dir(dir.path().to_path_buf()))
+            .unwrap();
+        assert_eq!(config.notes.min_score, 25.5);
     }
 
     #[test]

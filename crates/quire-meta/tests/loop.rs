@@ -143,7 +143,7 @@ async fn helpful_edits_are_accepted_harmful_rejected_copies_refused() {
 
     // The report on test: g1 gains both tasks over g0.
     let say: quire_meta::improve::Say = Arc::new(|_| {});
-    let runs = evaluate_on_test(&lineage, evaluator.as_ref(), &[0, 1], 1, &say)
+    let runs = evaluate_on_test(&lineage, evaluator.as_ref(), &[0, 1], 1, false, &say)
         .await
         .unwrap();
     let store = evaluator.store().unwrap();

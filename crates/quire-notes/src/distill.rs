@@ -504,7 +504,7 @@ impl Distiller {
             .list(&filter)
             .map_err(|err| tracing::warn!(%err, "cannot list the project's notes for triage"))
             .ok()?;
-        crate::triage::nothing_to_learn(facts, events, &notes)
+        crate::triage::nothing_to_learn(facts, events, &notes, self.config.notes.triage_max_calls)
     }
 
     /// The notes the note-taker would otherwise search for first: the best

@@ -1,11 +1,13 @@
 //! Which finished sessions are worth a note-taker's model calls.
 //!
 //! Distilling costs a model conversation per session. A session that went
-//! right without a single tool error or protocol repair, on files the
-//! project's notes already name, has nothing to teach that the notes do
-//! not already say: it is skipped without a model call. Everything else
-//! (the first session on a project, any error, any file the notes do not
-//! know yet) goes to the note-taker.
+//! right without a single tool error or protocol repair has nothing to
+//! teach that the notes do not already say when it worked on files the
+//! project's notes already name, or when it took so few model calls
+//! (`notes.triage_max_calls`) that no note could have saved one: it is
+//! skipped without a model call. Everything else (the first session on a
+//! project, any error, a longer session on files the notes do not know
+//! yet) goes to the note-taker.
 
 use std::collections::BTreeSet;
 
@@ -46,11 +48,13 @@ pub fn paths_touched(events: &[Event]) -> BTreeSet<String> {
 }
 
 /// Why the session can be skipped, or `None` when the note-taker should
-/// see it. `project_notes` are the project's active notes.
+/// see it. `project_notes` are the project's active notes; `max_calls` is
+/// `notes.triage_max_calls`.
 pub fn nothing_to_learn(
     facts: &SessionFacts,
     events: &[Event],
     project_notes: &[Note],
+    max_calls: u32,
 ) -> Option<String> {
     if project_notes.is_empty() || facts.verdict() != Some(crate::facts::Verdict::Helpful) {
         return None;
@@ -63,6 +67,15 @@ pub fn nothing_to_learn(
     });
     if troubled {
         return None;
+    }
+    let calls = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::ModelRequest { .. }))
+        .count();
+    if calls > 0 && calls <= max_calls as usize {
+        return Some(format!(
+            "nothing new to learn: the change went through in {calls} model calls without an error"
+        ));
     }
     let touched = paths_touched(events);
     if touched.is_empty() {
@@ -158,7 +171,7 @@ mod tests {
         .chain(ended())
         .collect();
         let facts = SessionFacts::from_events(&clean);
-        let why = nothing_to_learn(&facts, &clean, &notes);
+        let why = nothing_to_learn(&facts, &clean, &notes, 0);
         assert!(
             why.as_deref()
                 .is_some_and(|w| w.contains("src/a.py, tests/test_a.py")),
@@ -166,13 +179,13 @@ mod tests {
         );
 
         // No notes yet for the project: always distilled.
-        assert!(nothing_to_learn(&facts, &clean, &[]).is_none());
+        assert!(nothing_to_learn(&facts, &clean, &[], 0).is_none());
 
         // A tool error: distilled.
         let mut troubled = clean.clone();
         troubled.insert(2, result(true));
         let facts_t = SessionFacts::from_events(&troubled);
-        assert!(nothing_to_learn(&facts_t, &troubled, &notes).is_none());
+        assert!(nothing_to_learn(&facts_t, &troubled, &notes, 0).is_none());
 
         // A file the notes do not name: distilled.
         let mut new_file = clean.clone();
@@ -181,7 +194,7 @@ mod tests {
             call("read_file", serde_json::json!({"path": "src/b.py"})),
         );
         let facts_n = SessionFacts::from_events(&new_file);
-        assert!(nothing_to_learn(&facts_n, &new_file, &notes).is_none());
+        assert!(nothing_to_learn(&facts_n, &new_file, &notes, 0).is_none());
 
         // A failed session: distilled (it may be worth a hindsight note).
         let failed: Vec<Event> = clean[..4]
@@ -198,6 +211,52 @@ mod tests {
             })])
             .collect();
         let facts_f = SessionFacts::from_events(&failed);
-        assert!(nothing_to_learn(&facts_f, &failed, &notes).is_none());
+        assert!(nothing_to_learn(&facts_f, &failed, &notes, 0).is_none());
+    }
+
+    fn request(iteration: u32) -> Event {
+        Event::now(EventKind::ModelRequest {
+            iteration,
+            messages: 2,
+            tools: 5,
+            estimated_tokens: 1000,
+        })
+    }
+
+    #[test]
+    fn a_short_clean_session_is_skipped_whatever_files_it_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = vec![map_note(dir.path())];
+        // Two calls: read a file the map does not name, then edit it.
+        let short: Vec<Event> = [
+            request(1),
+            call("read_file", serde_json::json!({"path": "src/b.py"})),
+            result(false),
+            request(2),
+            call(
+                "edit_file",
+                serde_json::json!({"path": "src/b.py", "old": "x", "new": "y"}),
+            ),
+            result(false),
+        ]
+        .into_iter()
+        .chain(ended())
+        .collect();
+        let facts = SessionFacts::from_events(&short);
+        let why = nothing_to_learn(&facts, &short, &notes, 3);
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains("in 2 model calls")),
+            "{why:?}"
+        );
+        // Past the limit, or with the rule off, the unknown file counts.
+        assert!(nothing_to_learn(&facts, &short, &notes, 1).is_none());
+        assert!(nothing_to_learn(&facts, &short, &notes, 0).is_none());
+        // The first session on a project and a troubled one still go through.
+        assert!(nothing_to_learn(&facts, &short, &[], 3).is_none());
+        let mut troubled = short.clone();
+        troubled.insert(3, result(true));
+        let facts_t = SessionFacts::from_events(&troubled);
+        assert!(nothing_to_learn(&facts_t, &troubled, &notes, 3).is_none());
     }
 }

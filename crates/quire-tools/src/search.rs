@@ -21,6 +21,7 @@ pub const TOOL: &str = "search";
 pub(crate) const ERRORS: &[&str] = &[
     "bad_glob",
     "bad_regex",
+    "continues",
     "cut",
     "empty_pattern",
     "no_hits",
@@ -58,6 +59,16 @@ pub(crate) struct Request {
     pub after: usize,
 }
 
+/// A glob as the model meant it: models often copy the quotes of an
+/// example (`"*.py"`), and no file name starts and ends with them.
+fn unquoted(glob: &str) -> &str {
+    let glob = glob.trim();
+    ['"', '\'', '`']
+        .iter()
+        .find_map(|q| glob.strip_prefix(*q).and_then(|g| g.strip_suffix(*q)))
+        .map_or(glob, str::trim)
+}
+
 impl Request {
     pub(crate) fn from_args(
         root: &Path,
@@ -72,7 +83,7 @@ impl Request {
             regex: bool_arg(args, "regex").unwrap_or(false),
             ignore_case: bool_arg(args, "ignore_case").unwrap_or(false),
             glob: str_arg(args, "glob")
-                .map(str::trim)
+                .map(unquoted)
                 .filter(|g| !g.is_empty())
                 .map(str::to_string),
             after: crate::util::int_arg(args, "after").map_or(0, |n| {
@@ -159,6 +170,16 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
     if req.after > 0 {
         max_hits = max_hits.min(MAX_CONTEXT_HITS);
     }
+    // Hits are gathered up to a quarter past the cap: a search that
+    // overshoots by a few shows them all (players spent a call on the one
+    // hit of 41 left out), one that overshoots by more is cut at the cap.
+    let gather = if req.after > 0 {
+        max_hits
+    } else {
+        max_hits + max_hits / 4
+    };
+    // Per file with hits: its path, hits gathered, hits found.
+    let mut per_file: Vec<(String, usize, usize)> = Vec::new();
     let mut hits: Vec<String> = Vec::new();
     // With `after`: per file with shown hits, its hit line numbers.
     let mut hit_lines: Vec<(PathBuf, String, Vec<u64>)> = Vec::new();
@@ -190,7 +211,7 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
             file,
             Lossy(|line_number, line| {
                 total += 1;
-                if hits.len() < max_hits {
+                if hits.len() < gather {
                     hits.push(format!("{rel}:{line_number}:{}", hit_text(&matcher, line)));
                     numbers.push(line_number);
                 }
@@ -205,13 +226,21 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
         }
         if total > before {
             files_hit += 1;
+            per_file.push((rel, hits.len() - shown_before, total - before));
         }
-        let shown_here = hits.len() - shown_before;
-        if total - before > shown_here {
-            cut.push((rel.clone(), total - before - shown_here));
+    }
+    if total > gather {
+        hits.truncate(max_hits);
+    }
+    let mut budget = hits.len();
+    for (rel, gathered, found) in per_file {
+        let shown_here = gathered.min(budget);
+        budget -= shown_here;
+        if found > shown_here {
+            cut.push((rel.clone(), found - shown_here));
         }
-        if hits.len() > shown_before
-            && let Ok(bytes) = std::fs::read(file)
+        if shown_here > 0
+            && let Ok(bytes) = std::fs::read(req.root.join(&rel))
         {
             seen.push((rel, crate::util::content_hash(&bytes)));
         }
@@ -242,7 +271,7 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
         return ToolOutput::ok(out.clone(), out);
     }
     let mut out = if req.after > 0 {
-        with_following_lines(&hit_lines, req.after)
+        with_following_lines(config, &hit_lines, req.after)
     } else {
         hits.join("\n")
     };
@@ -266,8 +295,15 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
 
 /// Each hit with the `after` lines that follow it, as `path:first-last`
 /// and the lines in the read_file format; ranges that touch are merged, so
-/// a line is shown once.
-fn with_following_lines(hit_lines: &[(PathBuf, String, Vec<u64>)], after: usize) -> String {
+/// a line is shown once. A range that ends inside the hit's block (the
+/// next line with text is indented deeper than the hit) says so: a model
+/// that took the window for the whole function anchored edits in the
+/// middle of one.
+fn with_following_lines(
+    config: &AgentConfig,
+    hit_lines: &[(PathBuf, String, Vec<u64>)],
+    after: usize,
+) -> String {
     let mut blocks = Vec::new();
     for (file, rel, numbers) in hit_lines {
         let Ok(bytes) = std::fs::read(file) else {
@@ -288,13 +324,41 @@ fn with_following_lines(hit_lines: &[(PathBuf, String, Vec<u64>)], after: usize)
             if first > lines.len() {
                 continue;
             }
-            blocks.push(format!(
+            let mut block = format!(
                 "{rel}:{first}-{last}\n{}",
                 crate::util::number_lines(&lines[first - 1..last], first)
-            ));
+            );
+            if block_continues(&lines, first, last) {
+                block.push('\n');
+                block.push_str(&text(
+                    config,
+                    TOOL,
+                    "continues",
+                    &[
+                        ("path", rel.as_str()),
+                        ("line", &last.to_string()),
+                        ("next", &(last + 1).to_string()),
+                    ],
+                ));
+            }
+            blocks.push(block);
         }
     }
     blocks.join("\n")
+}
+
+/// Whether the block opened at line `first` (1-based) goes on past line
+/// `last`: the next line with text is indented deeper than line `first`.
+fn block_continues(lines: &[&str], first: usize, last: usize) -> bool {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let Some(head) = lines.get(first.saturating_sub(1)) else {
+        return false;
+    };
+    lines
+        .iter()
+        .skip(last)
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|next| indent(next) > indent(head))
 }
 
 /// The hit line as it is in the file (indentation kept, so a hit can be

@@ -426,6 +426,36 @@ async fn search_with_after_shows_the_following_lines_once_and_they_count_as_read
 }
 
 #[tokio::test]
+async fn search_with_after_says_when_the_block_goes_on() {
+    let code = "class C:\n    def m(self):\n        a = 1\n        b = 2\n\n        return a + b\n    def n(self):\n        pass\n";
+    let ws = workspace(&[("a.py", code)]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "def m", "after": 2}),
+    )
+    .await;
+    assert_eq!(
+        out.agent_view,
+        "a.py:2-4\n2|     def m(self):\n3|         a = 1\n4|         b = 2\n\
+         (… the block goes on after line 4: read_file a.py with offset 5 for the rest)"
+    );
+    // A window that reaches the block's end (or the file's) says nothing more.
+    for (pattern, after) in [("def m", 4), ("def n", 5)] {
+        let out = call(
+            &tools(&ws),
+            &mut ctx,
+            "search",
+            json!({"pattern": pattern, "after": after}),
+        )
+        .await;
+        assert!(!out.agent_view.contains("goes on"), "{}", out.agent_view);
+    }
+}
+
+#[tokio::test]
 async fn search_literal_vs_regex() {
     let ws = workspace(&[("a.py", "x = a.c\ny = abc\n")]);
     let mut ctx = ctx();
@@ -485,6 +515,20 @@ async fn search_glob_path_and_gitignore() {
     )
     .await;
     assert_eq!(out.agent_view, "docs/c.py:1:needle\nsrc/a.py:1:needle");
+    // A glob with the quotes of an example copied in means the same glob.
+    for quoted in ["\"*.py\"", "'*.py'", "`*.py`"] {
+        let out = call(
+            &tools(&ws),
+            &mut ctx,
+            "search",
+            json!({"pattern": "needle", "glob": quoted}),
+        )
+        .await;
+        assert_eq!(
+            out.agent_view, "docs/c.py:1:needle\nsrc/a.py:1:needle",
+            "{quoted}"
+        );
+    }
     let out = call(
         &tools(&ws),
         &mut ctx,
@@ -572,6 +616,10 @@ async fn search_cap_counts_what_was_cut_and_no_hit_is_not_an_error() {
         expected.contains("not shown: a.txt (15), b.txt (1)"),
         "{expected}"
     );
+    // A few past the cap (up to a quarter more) are all shown, uncut.
+    let out = call(&tools(&ws), &mut ctx, "search", json!({"pattern": "hit 1"})).await;
+    assert_eq!(out.agent_view.lines().count(), 11, "{}", out.agent_view);
+    assert!(!out.agent_view.contains("showing"), "{}", out.agent_view);
 
     let out = call(
         &tools(&ws),

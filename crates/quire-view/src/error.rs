@@ -20,6 +20,8 @@ pub enum ViewError {
     Store(#[from] quire_store::StoreError),
     #[error("cannot read the notes: {0}")]
     Notes(#[from] quire_notes::Error),
+    #[error("cannot read the eval runs: {0}")]
+    Eval(#[from] quire_evals::EvalError),
     #[error("cannot read the generations: {0}")]
     Meta(#[from] quire_meta::MetaError),
     /// Nothing at this address, or no such id: the text says which.

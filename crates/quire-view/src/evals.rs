@@ -2,7 +2,7 @@
 //! with intervals (live while it runs), the comparison of two runs, and
 //! the learning curve of a learn arm against a baseline arm.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -11,12 +11,11 @@ use axum::extract::{Extension, Path, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 use quire_evals::{
-    ArmRun, Comparison, DistillCost, DistillState, LearningCurve, NotesPlan, RunReport, pct,
-    short_hash, tokens_text, wilson_interval,
+    ArmRun, Comparison, LearningCurve, NotesPlan, RunReport, pct, short_hash, tokens_text,
+    wilson_interval,
 };
 use quire_store::{
-    DistillStatus, EvalResultRow, EvalResultStatus, EvalRunRow, EvalRunStatus, EvalRunSummary,
-    Store, StoreError,
+    EvalResultRow, EvalResultStatus, EvalRunRow, EvalRunStatus, EvalRunSummary, Store, StoreError,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -550,42 +549,10 @@ pub struct CurveParams {
     baseline: Option<String>,
 }
 
-fn distill_cost(store: &Store, id: &quire_types::SessionId) -> Result<DistillCost, ViewError> {
-    let job = store.distill_job(id)?;
-    let state = match job.as_ref().map(|j| j.status) {
-        None => DistillState::None,
-        Some(DistillStatus::Done) => DistillState::Done,
-        Some(DistillStatus::Failed) => DistillState::Failed,
-        Some(_) => DistillState::Pending,
-    };
-    Ok(DistillCost {
-        state,
-        prompt_tokens: job.as_ref().map_or(0, |j| j.usage.prompt_tokens),
-        completion_tokens: job.as_ref().map_or(0, |j| j.usage.completion_tokens),
-        cached_tokens: job.as_ref().map_or(0, |j| j.usage.cached_tokens),
-        calls: job.as_ref().map_or(0, |j| j.calls),
-        notes_written: job.as_ref().map_or(0, |j| {
-            j.notes_written.as_array().map_or(0, |a| a.len() as u32)
-        }),
-    })
-}
-
 fn arm(store: &Store, specs: &str) -> Result<Vec<ArmRun>, ViewError> {
     let mut runs = Vec::new();
     for spec in specs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let run = find_run(store, spec)?;
-        let results = store.eval_results(&run.id)?;
-        let mut distill = HashMap::new();
-        for r in &results {
-            if let Some(id) = &r.outcome.session_id {
-                distill.insert(id.as_str().to_string(), distill_cost(store, id)?);
-            }
-        }
-        runs.push(ArmRun {
-            run,
-            results,
-            distill,
-        });
+        runs.push(ArmRun::load(store, find_run(store, spec)?)?);
     }
     Ok(runs)
 }

@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use quire_evals::{
-    ArmRun, CheckOptions, Comparison, DistillCost, DistillState, EvalRunner, LearningCurve,
-    NotesPlan, Progress, RunPlan, RunReport, Settings, Suite, TaskCheck, check_suite, create_run,
-    short_hash, tokens_text,
+    ArmRun, CheckOptions, Comparison, EvalRunner, LearningCurve, NotesPlan, Progress, RunPlan,
+    RunReport, Settings, Suite, TaskCheck, check_suite, create_run, short_hash, tokens_text,
 };
 use quire_store::{EvalResultRow, EvalRunRow, Store};
 
@@ -223,7 +222,7 @@ fn settings(config: &quire_config::AgentConfig, jobs: u32, timeout: u64) -> Sett
     let mut settings = Settings::new(jobs as usize, Duration::from_secs(timeout));
     settings.test_timeout = Duration::from_secs(config.tests.timeout_secs.max(1));
     settings.output_cap_bytes = config.tests.output_cap_bytes as usize;
-    settings.notes_tool_chars = eval_notes::tool_chars(config);
+    settings.notes_tool_chars = quire_evals::notes_tool_chars(config);
     settings
 }
 
@@ -239,14 +238,14 @@ async fn execute(
     let home = home(global)?;
     let evals_dir = home.root().join("evals");
     let plan = NotesPlan::of_run(&run.args);
-    let paths = eval_notes::prepare(&evals_dir.join(&run.id), &plan)?;
+    let paths = quire_evals::prepare_run_notes(&evals_dir.join(&run.id), &plan)?;
     let learner = match (&paths, plan.learns()) {
-        (Some(paths), true) => Some(eval_notes::NoteTaker::new(&home, &config, paths)?),
+        (Some(paths), true) => Some(eval_notes::note_taker(&home, &config, paths)?),
         _ => None,
     };
-    let config = eval_notes::session_config(config, &plan);
+    let config = quire_evals::notes_session_config(config, &plan);
     let runner = super::run::runner(global, config, &RecordingArgs::default())?;
-    let runner = Arc::new(eval_notes::runner(runner, paths, &plan));
+    let runner = Arc::new(quire_evals::notes_runner(runner, paths, &plan));
     let store = runner.store();
     let progress = Arc::new(Printer {
         style: Style::detect(),
@@ -516,19 +515,7 @@ fn curve(
     let arm = |specs: &str| -> Result<Vec<ArmRun>> {
         let mut runs = Vec::new();
         for spec in specs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let run = find_run(&store, spec)?;
-            let results = store.eval_results(&run.id)?;
-            let mut distill = std::collections::HashMap::new();
-            for r in &results {
-                if let Some(id) = &r.outcome.session_id {
-                    distill.insert(id.as_str().to_string(), distill_cost(&store, id)?);
-                }
-            }
-            runs.push(ArmRun {
-                run,
-                results,
-                distill,
-            });
+            runs.push(ArmRun::load(&store, find_run(&store, spec)?)?);
         }
         if runs.is_empty() {
             bail!("no run named in `{specs}`");
@@ -564,33 +551,4 @@ fn curve(
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// What distilling one session cost, from its job.
-fn distill_cost(store: &Store, id: &quire_types::SessionId) -> Result<DistillCost> {
-    let job = store.distill_job(id)?;
-    let state = match job.as_ref().map(|j| j.status) {
-        None => DistillState::None,
-        Some(quire_store::DistillStatus::Done) => DistillState::Done,
-        Some(quire_store::DistillStatus::Failed) => DistillState::Failed,
-        Some(_) => DistillState::Pending,
-    };
-    Ok(match job {
-        None => DistillCost {
-            state,
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            cached_tokens: 0,
-            calls: 0,
-            notes_written: 0,
-        },
-        Some(job) => DistillCost {
-            state,
-            prompt_tokens: job.usage.prompt_tokens,
-            completion_tokens: job.usage.completion_tokens,
-            cached_tokens: job.usage.cached_tokens,
-            calls: job.calls,
-            notes_written: job.notes_written.as_array().map_or(0, |a| a.len() as u32),
-        },
-    })
 }

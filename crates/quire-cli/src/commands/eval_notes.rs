@@ -1,19 +1,15 @@
 //! Notes in eval runs: `--notes off|from=<run|home>` and `--learn`. Turns
-//! the flags into a [`NotesPlan`], gives each run its own notes tree, and
-//! wires the note-taker in as the learn run's [`Learner`].
+//! the flags into a [`NotesPlan`] and finds a run's notes; the wiring
+//! itself (the run's tree, its runner, the note-taker) is quire-evals'.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use async_trait::async_trait;
 use quire_config::AgentConfig;
-use quire_core::Interrupt;
-use quire_evals::{LearnEnd, Learner, NotesPlan, copy_notes, run_notes_dirs};
-use quire_notes::{Distiller, JobOutcome, Notes, NotesPaths};
-use quire_session::{DataHome, NotesWrites, Runner};
+use quire_evals::{NoteTaker, NotesPlan, note_taker_config, run_notes_dirs};
+use quire_notes::NotesPaths;
+use quire_session::DataHome;
 use quire_store::{EvalRunRow, Store};
-use quire_types::SessionId;
 
 use crate::client::{live_client, redactor};
 
@@ -101,92 +97,16 @@ pub fn run_notes(home: &DataHome, run: &EvalRunRow) -> Result<NotesPaths> {
     Ok(NotesPaths { root, index_dir })
 }
 
-/// Makes the run's own notes tree if it is not there yet (a copy of the
-/// plan's source, or empty), so a run killed before or during the copy
-/// gets it on resume. Nothing to do for `Off`.
-pub fn prepare(run_dir: &Path, plan: &NotesPlan) -> Result<Option<NotesPaths>> {
-    let (root, index_dir) = run_notes_dirs(run_dir);
-    let source = match plan {
-        NotesPlan::Off => return Ok(None),
-        NotesPlan::From { source } | NotesPlan::Learn { from: Some(source) } => Some(source),
-        NotesPlan::Learn { from: None } => None,
-    };
-    if !root.is_dir() {
-        match source {
-            Some(source) => {
-                let copied = copy_notes(Path::new(source), &root)
-                    .with_context(|| format!("copying the notes of {source}"))?;
-                tracing::info!(copied, source, "eval run starts from a copy of the notes");
-            }
-            None => std::fs::create_dir_all(&root)
-                .with_context(|| format!("creating {}", root.display()))?,
-        }
-    }
-    Ok(Some(NotesPaths { root, index_dir }))
-}
-
-/// The session runner of a run under `plan`: notes off, the run's notes
-/// read-only, or the run's notes with a job per session for the learner.
-pub fn runner(runner: Runner, paths: Option<NotesPaths>, plan: &NotesPlan) -> Runner {
-    match (paths, plan) {
-        (Some(paths), NotesPlan::Learn { .. }) => {
-            runner.with_notes(paths, NotesWrites::QueueForTree)
-        }
-        (Some(paths), _) => runner.with_notes(paths, NotesWrites::ReadOnly),
-        (None, _) => runner,
-    }
-}
-
-/// The config a run's sessions use: notes turned off for `Off` (the
-/// config hash stays the agent's; the plan is recorded with the run).
-pub fn session_config(mut config: AgentConfig, plan: &NotesPlan) -> AgentConfig {
-    if !plan.shows_notes() {
-        config.notes.enabled = false;
-    }
-    config
-}
-
-/// Characters of the notes tools' texts and schemas in each request.
-pub fn tool_chars(config: &AgentConfig) -> u64 {
-    quire_notes::RETRIEVAL_TOOLS
-        .iter()
-        .filter_map(|name| config.tools.get(*name))
-        .map(|t| (t.description.chars().count() + t.parameters.to_string().len()) as u64)
-        .sum()
-}
-
-/// The note-taker as a learn run's learner.
-pub struct NoteTaker {
-    distiller: Distiller,
-}
-
-impl NoteTaker {
-    /// The note-taker for the run's tree, with `notes.model` if set.
-    pub fn new(home: &DataHome, config: &AgentConfig, paths: &NotesPaths) -> Result<NoteTaker> {
-        let mut config = config.clone();
-        if !config.notes.model.trim().is_empty() {
-            config.model.model = config.notes.model.trim().to_string();
-        }
-        let redactor = redactor(&config);
-        let (notes, _) = Notes::open(paths, redactor.clone())
-            .with_context(|| format!("cannot open the run's notes at {}", paths.root.display()))?;
-        let client = live_client(&config)?;
-        let distiller = Distiller::new(home.db_path(), notes, Arc::new(config), client, redactor)?;
-        Ok(NoteTaker { distiller })
-    }
-}
-
-#[async_trait]
-impl Learner for NoteTaker {
-    async fn distill(&self, session: &SessionId, stop: &Interrupt) -> Result<LearnEnd, String> {
-        match self.distiller.take_over_session(session, stop).await {
-            Ok(None) => Ok(LearnEnd::NothingToDo),
-            Ok(Some(report)) => match report.outcome {
-                JobOutcome::Released => Ok(LearnEnd::Interrupted),
-                JobOutcome::Failed { error } => Err(error),
-                _ => Ok(LearnEnd::Processed),
-            },
-            Err(err) => Err(err.to_string()),
-        }
-    }
+/// The note-taker of a learn run over `paths`, with `notes.model` if set.
+pub fn note_taker(home: &DataHome, config: &AgentConfig, paths: &NotesPaths) -> Result<NoteTaker> {
+    let config = note_taker_config(config);
+    let redactor = redactor(&config);
+    let client = live_client(&config)?;
+    Ok(NoteTaker::new(
+        &home.db_path(),
+        config,
+        paths,
+        client,
+        redactor,
+    )?)
 }

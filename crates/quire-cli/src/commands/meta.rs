@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use quire_config::{AgentConfig, AgentSource, Override, locate_agent};
+use quire_config::{AgentConfig, AgentSource, locate_agent};
 use quire_evals::Suite;
 use quire_llm::ModelClient;
 use quire_meta::generation::{Lineage, Status};
@@ -56,14 +56,6 @@ fn agent_dir(global: &GlobalArgs, agent: &str) -> Result<PathBuf> {
     }
 }
 
-/// Evaluations use the command line's overrides, with notes off: notes
-/// written during one evaluation must not leak into the next.
-fn eval_overrides(global: &GlobalArgs) -> Result<Vec<Override>> {
-    let mut all = overrides(global)?;
-    all.push(Override::new("notes.enabled", "false", "quire meta"));
-    Ok(all)
-}
-
 fn agent_clients() -> ClientFactory {
     Arc::new(|config: &AgentConfig| live_client(config).map_err(|e| format!("{e:#}")))
 }
@@ -95,6 +87,9 @@ fn sayer(global: &GlobalArgs) -> Say {
     })
 }
 
+/// Evaluations use the command line's overrides. Each run's notes are its
+/// own (`--learn`), or there are none: notes written during one evaluation
+/// never leak into the next.
 fn evaluator(
     global: &GlobalArgs,
     suite: &Path,
@@ -104,7 +99,7 @@ fn evaluator(
     Ok(Arc::new(SuiteEvaluator {
         suite: Suite::load(suite)?,
         home: home(global)?,
-        overrides: eval_overrides(global)?,
+        overrides: overrides(global)?,
         clients: agent_clients(),
         jobs: jobs.max(1) as usize,
         timeout: Duration::from_secs(timeout.max(1)),
@@ -201,6 +196,7 @@ async fn improve(global: &GlobalArgs, args: MetaImproveArgs) -> Result<ExitCode>
         batch: args.batch,
         patience: args.patience,
         copy_ngram: args.copy_ngram,
+        learn: args.learn,
         ..ImproveOptions::default()
     };
     let report = improver.run(&options).await?;
@@ -336,7 +332,15 @@ async fn report(global: &GlobalArgs, args: MetaReportArgs) -> Result<ExitCode> {
     }
     let evaluator = evaluator(global, &args.suite, args.jobs, args.timeout)?;
     let say = sayer(global);
-    let runs = evaluate_on_test(&lineage, evaluator.as_ref(), &chosen, args.repeat, &say).await?;
+    let runs = evaluate_on_test(
+        &lineage,
+        evaluator.as_ref(),
+        &chosen,
+        args.repeat,
+        args.learn,
+        &say,
+    )
+    .await?;
     let store = evaluator.store()?;
     let base = &runs[0].1.run_id;
     let mut comparisons = Vec::new();
