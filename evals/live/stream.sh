@@ -8,5 +8,5 @@ echo $! > $d/relay.pid
 for i in $(seq 50); do [ -s $d/port ] && break; sleep 0.2; done
 port=$(cat $d/port)
 OPENAI_API_KEY=relay-not-a-key ${QUIRE:-quire} --home ${QUIRE_LIVE_HOME:-$PWD/live-home} --base-url http://127.0.0.1:$port/v1 --model relay \
-  -c model.request_timeout_secs=1800 -c model.max_attempts=1 "$@" > $d/quire.out 2> $d/quire.err
+  -c model.request_timeout_secs=1800 -c model.max_attempts=1 -c model.stream_idle_timeout_secs=1800 "$@" > $d/quire.out 2> $d/quire.err
 echo "exit $?" >> $d/quire.out
