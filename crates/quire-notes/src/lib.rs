@@ -34,10 +34,12 @@ pub use distill::{DistillError, DistillSettings, Distiller, JobOutcome, JobRepor
 pub use facts::{READ_NOTE, SessionFacts, Verdict, via};
 pub use handle::{Notes, NotesPaths};
 pub use note_tools::{
-    MAX_EDIT_CHARS, NOTE_TAKER_TOOLS, NoteAction, NoteTakerState, NoteTools, Progress, WrittenNote,
+    MAX_EDIT_CHARS, NOTE_TAKER_TEXTS, NOTE_TAKER_TOOLS, NoteAction, NoteTakerState, NoteTools,
+    Progress, WrittenNote,
 };
 pub use retrieval::{
-    NotesExtension, NotesState, RETRIEVAL_TOOLS, RetrievalSettings, START_LIST_SOURCE,
+    NotesExtension, NotesState, RETRIEVAL_TEXTS, RETRIEVAL_TOOLS, RetrievalSettings,
+    START_LIST_SOURCE,
 };
 pub use stale::stale_reason;
 
@@ -78,64 +80,10 @@ mod texts {
                 "messages.toml lacks {key}"
             );
         }
-        let errors: &[(&str, &[&str])] = &[
-            (
-                "search_notes",
-                &[
-                    "header",
-                    "hit",
-                    "none",
-                    "empty_query",
-                    "stale",
-                    "unavailable",
-                ],
-            ),
-            (
-                "read_note",
-                &["note", "stale", "not_found", "unavailable", "cut"],
-            ),
-            ("note_search", &["header", "hit", "none", "empty_query"]),
-            ("note_read", &["not_found"]),
-            (
-                "note_create",
-                &[
-                    "created",
-                    "bad_value",
-                    "needs_signature",
-                    "duplicate",
-                    "no_project",
-                    "invalid",
-                ],
-            ),
-            (
-                "note_update",
-                &[
-                    "updated",
-                    "not_found",
-                    "bad_field",
-                    "old_missing",
-                    "old_ambiguous",
-                    "entry_missing",
-                    "too_large",
-                    "no_change",
-                    "invalid",
-                ],
-            ),
-            ("note_supersede", &["superseded", "not_found", "invalid"]),
-            ("note_done", &["done"]),
-        ];
-        for (tool, keys) in errors {
-            let text = config
-                .tools
-                .get(*tool)
-                .unwrap_or_else(|| panic!("tools/{tool}.toml is missing"));
-            for key in *keys {
-                assert!(
-                    text.errors.contains_key(*key),
-                    "tools/{tool}.toml lacks [errors] {key}"
-                );
-            }
-        }
+        let missing = config.missing_tool_texts(crate::NOTE_TAKER_TEXTS);
+        assert!(missing.is_empty(), "{missing:?}");
+        let missing = config.missing_tool_texts(crate::RETRIEVAL_TEXTS);
+        assert!(missing.is_empty(), "{missing:?}");
         for tool in crate::NOTE_TAKER_TOOLS.iter().chain(crate::RETRIEVAL_TOOLS) {
             assert!(
                 config.tools.contains_key(*tool),

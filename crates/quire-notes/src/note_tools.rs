@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use quire_config::{AgentConfig, render};
+use quire_config::{AgentConfig, ToolTexts, render};
 use quire_core::{Action, Control, Ctx, Extension, ToolOutput};
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +29,53 @@ const DONE: &str = "note_done";
 
 /// The note-taker's tools, for config checks.
 pub const NOTE_TAKER_TOOLS: &[&str] = &[SEARCH, READ, CREATE, UPDATE, SUPERSEDE, DONE];
+
+/// The `[errors]` keys each note-taker tool's code renders: a config is
+/// checked against them when notes are on (`cut` is the marker of any
+/// note-taker output cut to the limit, kept with `note_read`).
+pub const NOTE_TAKER_TEXTS: &[ToolTexts] = &[
+    ToolTexts {
+        tool: SEARCH,
+        errors: &["header", "hit", "none", "empty_query"],
+    },
+    ToolTexts {
+        tool: READ,
+        errors: &["not_found", "cut"],
+    },
+    ToolTexts {
+        tool: CREATE,
+        errors: &[
+            "created",
+            "bad_value",
+            "needs_signature",
+            "duplicate",
+            "no_project",
+            "invalid",
+        ],
+    },
+    ToolTexts {
+        tool: UPDATE,
+        errors: &[
+            "updated",
+            "not_found",
+            "bad_field",
+            "old_missing",
+            "old_ambiguous",
+            "entry_missing",
+            "too_large",
+            "no_change",
+            "invalid",
+        ],
+    },
+    ToolTexts {
+        tool: SUPERSEDE,
+        errors: &["superseded", "not_found", "invalid"],
+    },
+    ToolTexts {
+        tool: DONE,
+        errors: &["done"],
+    },
+];
 
 /// Hits `note_search` returns.
 const SEARCH_LIMIT: usize = 8;

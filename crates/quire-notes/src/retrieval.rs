@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
-use quire_config::{AgentConfig, render};
+use quire_config::{AgentConfig, ToolTexts, render};
 use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
 use quire_types::{Message, MessageSource, NotesVia, Redactor};
 
@@ -42,6 +42,27 @@ const SEARCH_NOTES: &str = "search_notes";
 pub const START_LIST_SOURCE: MessageSource = MessageSource::Notes;
 /// The retrieval tools, for config checks.
 pub const RETRIEVAL_TOOLS: &[&str] = &[SEARCH_NOTES, READ_NOTE];
+
+/// The `[errors]` keys each retrieval tool's code renders, checked against
+/// an agent that lists the `notes` extension (`cut`, the marker of either
+/// tool's output cut to the limit, is kept with `read_note`).
+pub const RETRIEVAL_TEXTS: &[ToolTexts] = &[
+    ToolTexts {
+        tool: SEARCH_NOTES,
+        errors: &[
+            "header",
+            "hit",
+            "none",
+            "empty_query",
+            "stale",
+            "unavailable",
+        ],
+    },
+    ToolTexts {
+        tool: READ_NOTE,
+        errors: &["note", "stale", "not_found", "unavailable", "cut"],
+    },
+];
 /// Hits `search_notes` returns.
 const SEARCH_LIMIT: usize = 8;
 /// Hindsight candidates looked at per error (one is offered).
