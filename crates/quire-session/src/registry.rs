@@ -8,7 +8,8 @@ use quire_context::{
 use quire_core::Extension;
 use quire_core::extensions::ProtocolExtension;
 use quire_llm::ModelClient;
-use quire_notes::{NotesExtension, NotesPaths, RETRIEVAL_TEXTS, RetrievalSettings};
+use quire_notes::NotesPaths;
+use quire_recall::{NotesExtension, RETRIEVAL_TEXTS, RetrievalSettings};
 use quire_tools::{CommandApprover, CommandRunner, Finisher, TestRunner, WorkspaceTools};
 use quire_types::Redactor;
 use quire_workspace::SessionCopy;
@@ -53,7 +54,7 @@ pub fn config_problems(config: &AgentConfig) -> Vec<String> {
     // The note-taker is an agent of its own: its tools are not listed in
     // `extensions`, but it needs their words whenever notes are on.
     if config.notes.enabled {
-        for missing in config.missing_tool_texts(quire_notes::NOTE_TAKER_TEXTS) {
+        for missing in config.missing_tool_texts(quire_distill::NOTE_TAKER_TEXTS) {
             problems.push(match missing.key {
                 None => format!(
                     "{}: missing (the note-taker needs it)",

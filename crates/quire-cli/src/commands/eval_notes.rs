@@ -9,8 +9,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use async_trait::async_trait;
 use quire_config::AgentConfig;
 use quire_core::Interrupt;
+use quire_distill::{Distiller, JobOutcome};
 use quire_evals::{LearnEnd, Learner, NotesPlan, copy_notes, run_notes_dirs};
-use quire_notes::{Distiller, JobOutcome, Notes, NotesPaths};
+use quire_notes::{Notes, NotesPaths};
 use quire_session::{DataHome, NotesWrites, Runner};
 use quire_store::{EvalRunRow, Store};
 use quire_types::SessionId;
@@ -148,7 +149,7 @@ pub fn session_config(mut config: AgentConfig, plan: &NotesPlan) -> AgentConfig 
 
 /// Characters of the notes tools' texts and schemas in each request.
 pub fn tool_chars(config: &AgentConfig) -> u64 {
-    quire_notes::RETRIEVAL_TOOLS
+    quire_recall::RETRIEVAL_TOOLS
         .iter()
         .filter_map(|name| config.tools.get(*name))
         .map(|t| (t.description.chars().count() + t.parameters.to_string().len()) as u64)

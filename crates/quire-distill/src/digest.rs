@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use quire_config::{AgentConfig, render};
 use quire_types::{Event, EventKind, MessageSource, Redactor, TestPhase};
 
-use crate::facts::SessionFacts;
+use quire_recall::SessionFacts;
 
 /// How much of each part is kept, in characters.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -30,12 +30,9 @@ use quire_config::{AgentConfig, ToolTexts, render};
 use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
 use quire_types::{Message, MessageSource, NotesVia, Redactor};
 
+use quire_notes::{Hit, Note, Notes, NotesPaths, cut_at_line, stale_reason};
+
 use crate::facts::{READ_NOTE, retrieval_event, via};
-use crate::handle::{Notes, NotesPaths};
-use crate::note::Note;
-use crate::note_tools::{str_arg, text};
-use crate::search::Hit;
-use crate::stale::stale_reason;
 
 const SEARCH_NOTES: &str = "search_notes";
 /// The `UserMessage` source of the start list, for figures read from events.
@@ -83,7 +80,7 @@ pub struct RetrievalSettings {
     /// on a title alone, and a note shown in full needs no tool.
     pub inline_chars: usize,
     /// Relevance a note needs to be listed at start (see
-    /// [`crate::NoteIndex::relevance`]); the project's architecture notes
+    /// [`quire_notes::NoteIndex::relevance`]); the project's architecture notes
     /// need none.
     pub min_score: f32,
 }
@@ -201,7 +198,7 @@ impl NotesExtension {
             let stale = stale_reason(&note, &self.workspace);
             if let Some(reason) = &stale {
                 tracing::info!(id = %hit.id, %reason, "retrieved note is stale");
-                if hit.kind != crate::Kind::Architecture {
+                if hit.kind != quire_notes::Kind::Architecture {
                     continue;
                 }
             }
@@ -494,28 +491,6 @@ impl NotesExtension {
     }
 }
 
-/// `text` trimmed, cut after the last whole line within `budget`
-/// characters, and whether it was cut. `None` when nothing is left.
-pub(crate) fn cut_at_line(text: &str, budget: usize) -> Option<(String, bool)> {
-    let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    if text.chars().count() <= budget {
-        return Some((text.to_string(), false));
-    }
-    let mut kept = String::new();
-    for line in text.lines() {
-        if kept.chars().count() + line.chars().count() + 1 > budget {
-            break;
-        }
-        kept.push_str(line);
-        kept.push('\n');
-    }
-    let kept = kept.trim_end().to_string();
-    (!kept.is_empty()).then_some((kept, true))
-}
-
 /// What a hint shows of a note when it cannot point to read_note: its
 /// `## Fix` section, else its body without the `## Error` section (the
 /// error is right above), cut at a line within [`HINT_FIX_CHARS`].
@@ -683,11 +658,19 @@ impl Extension for NotesExtension {
     }
 }
 
+fn text(config: &AgentConfig, tool: &str, key: &str, vars: &[(&str, &str)]) -> String {
+    render(config.tool_error(tool, key), vars)
+}
+
+fn str_arg<'a>(action: &'a Action, key: &str) -> &'a str {
+    action.args.get(key).and_then(|v| v.as_str()).unwrap_or("")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::{action, config, ctx};
-    use crate::{Kind, NewNote, NoteTree, Provenance};
+    use quire_notes::{Kind, NewNote, NoteTree, Provenance};
 
     struct Fixture {
         dir: tempfile::TempDir,

@@ -14,11 +14,9 @@ use quire_config::{AgentConfig, ToolTexts, render};
 use quire_core::{Action, Control, Ctx, Extension, ToolOutput};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
-use crate::index::NoteIndex;
-use crate::note::{Kind, NewNote, Note, Provenance, Scope, slugify};
-use crate::search::{Hit, SearchQuery};
-use crate::tree::NoteTree;
+use quire_notes::{
+    Error, Hit, Kind, NewNote, Note, NoteIndex, NoteTree, Provenance, Scope, SearchQuery, slugify,
+};
 
 const SEARCH: &str = "note_search";
 const READ: &str = "note_read";
@@ -518,11 +516,11 @@ fn place(hit: &Hit) -> String {
     }
 }
 
-pub(crate) fn text(config: &AgentConfig, tool: &str, key: &str, vars: &[(&str, &str)]) -> String {
+fn text(config: &AgentConfig, tool: &str, key: &str, vars: &[(&str, &str)]) -> String {
     render(config.tool_error(tool, key), vars)
 }
 
-pub(crate) fn str_arg<'a>(action: &'a Action, key: &str) -> &'a str {
+fn str_arg<'a>(action: &'a Action, key: &str) -> &'a str {
     action.args.get(key).and_then(|v| v.as_str()).unwrap_or("")
 }
 
@@ -545,7 +543,7 @@ fn list_arg(action: &Action, key: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::testutil::{action, config, ctx};
-    use crate::{NoteFilter, Status};
+    use quire_notes::{NoteFilter, Status};
 
     struct Fixture {
         _dir: tempfile::TempDir,
