@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::testutil::{action, config, ctx};
 use quire_notes::{Kind, NewNote, NoteTree, Provenance};
