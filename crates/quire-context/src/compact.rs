@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use quire_config::{ToolRoles, render};
+use quire_core::WorkFacts;
 use quire_llm::text_protocol;
 use quire_types::{Message, ToolCall};
 
@@ -105,16 +106,6 @@ fn normalize(path: &str) -> String {
     path.trim().trim_start_matches("./").to_string()
 }
 
-/// The files an edit call changes: its `path`, or the files of a unified
-/// diff in `patch`.
-pub(crate) fn edited_paths(call: &ToolCall) -> Vec<String> {
-    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-    if let Some(path) = str_arg(&args, "path") {
-        return vec![normalize(path)];
-    }
-    str_arg(&args, "patch").map_or_else(Vec::new, quire_patch::header_paths)
-}
-
 /// What a successful file tool did, in conversation order.
 enum FileEvent {
     /// A read of lines `from..to` (`to` `None`: to the end).
@@ -133,11 +124,13 @@ enum FileEvent {
 /// Stage 1: a read before `recent` of a file that was read again (the same
 /// lines or more) or changed later is replaced with a pointer. Nothing is
 /// lost: the newer read has the content, or the old one is stale. The
-/// recent turns stay verbatim, like in every stage.
+/// recent turns stay verbatim, like in every stage. Which files an edit
+/// changed comes from the tools' `facts`, not from its arguments.
 pub(crate) fn supersede(
     messages: &[Message],
     recent: usize,
     roles: &ToolRoles,
+    facts: &WorkFacts,
     template: &str,
 ) -> Option<Vec<Message>> {
     let calls = call_map(messages);
@@ -172,8 +165,11 @@ pub(crate) fn supersede(
                 to,
             });
         } else if roles.edits.contains(name) {
-            for path in edited_paths(call) {
-                events.push(FileEvent::Edit { index, path });
+            for path in facts.edit_paths(call_id) {
+                events.push(FileEvent::Edit {
+                    index,
+                    path: path.clone(),
+                });
             }
         }
     }
@@ -501,7 +497,8 @@ mod tests {
                 false,
             ),
         ]);
-        let out = supersede(&msgs, msgs.len(), &roles(), SUPERSEDED).unwrap();
+        let facts = edits(&[("e", "c.py"), ("g", "c.py")]);
+        let out = supersede(&msgs, msgs.len(), &roles(), &facts, SUPERSEDED).unwrap();
         // a.py's first read: read again in full later.
         assert_eq!(out[2].text(), r#"[gone: read_file {"path":"a.py"}]"#);
         // b.py lines 10-30 are not covered by a read from line 50.
@@ -514,11 +511,58 @@ mod tests {
         // Calls and results still pair up, nothing removed.
         assert_eq!(out.len(), msgs.len());
         // Applying it again changes nothing.
-        assert!(supersede(&out, msgs.len(), &roles(), SUPERSEDED).is_none());
+        assert!(supersede(&out, msgs.len(), &roles(), &facts, SUPERSEDED).is_none());
         // The recent turns stay verbatim.
-        let recent = supersede(&msgs, turn_start(&msgs, 2), &roles(), SUPERSEDED).unwrap();
+        let recent = supersede(&msgs, turn_start(&msgs, 2), &roles(), &facts, SUPERSEDED).unwrap();
         assert_eq!(recent[12].text(), big("c1"));
         assert!(recent[2].text().starts_with("[gone: read_file"));
+    }
+
+    /// The facts of edit calls, each changing one file.
+    fn edits(calls: &[(&str, &str)]) -> WorkFacts {
+        let mut facts = WorkFacts::default();
+        for (id, path) in calls {
+            facts.edit_call(id, vec![path.to_string()], true);
+        }
+        facts
+    }
+
+    #[test]
+    fn an_edit_supersedes_reads_of_the_files_the_tools_say_it_changed() {
+        // The arguments name no file (faded, or a tool of another format):
+        // what the edit changed is the tools' fact.
+        let msgs = conversation(vec![
+            turn("r", "read_file", r#"{"path":"c.py"}"#, &big("c1"), false),
+            turn(
+                "e",
+                "apply_patch",
+                r#"{"patch":"[900 chars faded]"}"#,
+                "ok",
+                false,
+            ),
+            turn("s", "read_file", r#"{"path":"d.py"}"#, &big("d1"), false),
+        ]);
+        let out = supersede(
+            &msgs,
+            msgs.len(),
+            &roles(),
+            &edits(&[("e", "c.py")]),
+            SUPERSEDED,
+        )
+        .unwrap();
+        assert!(out[2].text().starts_with("[gone: read_file"));
+        assert_eq!(out[6].text(), big("d1"));
+        // Without the fact, the same conversation keeps the read.
+        assert!(
+            supersede(
+                &msgs,
+                msgs.len(),
+                &roles(),
+                &WorkFacts::default(),
+                SUPERSEDED
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -562,11 +606,12 @@ mod tests {
             900,
             "recent call kept"
         );
-        // The faded patch still names its file for later stages.
-        let Message::Assistant { tool_calls, .. } = &out[1] else {
-            panic!()
-        };
-        assert_eq!(edited_paths(&tool_calls[0]), vec!["a.py".to_string()]);
+        // The faded patch still names its file (the tools rebuild their
+        // facts from it on resume).
+        assert_eq!(
+            quire_patch::header_paths(&faded_patch),
+            vec!["a.py".to_string()]
+        );
         // Fading again changes nothing.
         assert!(fade(&out, recent, long, false, &roles(), TEXTS).is_none());
     }
@@ -656,17 +701,5 @@ mod tests {
             matches!(&out[1], Message::Assistant { tool_calls, .. } if tool_calls[0].id == "c")
         );
         assert!(matches!(&out[2], Message::Tool { call_id, .. } if call_id == "c"));
-    }
-
-    #[test]
-    fn edited_paths_reads_path_or_patch_headers() {
-        let call = ToolCall::new("x", "edit_file", r#"{"path":"./src/a.py"}"#);
-        assert_eq!(edited_paths(&call), vec!["src/a.py".to_string()]);
-        let patch = serde_json::json!({"patch": "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n--- /dev/null\n+++ b/new.py\n"});
-        let call = ToolCall::new("y", "apply_patch", patch.to_string());
-        assert_eq!(
-            edited_paths(&call),
-            vec!["x.py".to_string(), "new.py".to_string()]
-        );
     }
 }

@@ -321,7 +321,7 @@ impl Extension for ContextExtension {
 
         if plan.over(size, c.supersede_at) {
             let superseded = config.message("context_superseded");
-            let next = compact::supersede(&ctx.messages, recent, roles, superseded);
+            let next = compact::supersede(&ctx.messages, recent, roles, &ctx.facts, superseded);
             if let Some(after) =
                 self.cheap_stage(ctx, CompactionStage::Supersede, size, &plan, next)?
             {

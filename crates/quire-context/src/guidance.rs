@@ -5,10 +5,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use async_trait::async_trait;
 use quire_config::{AgentConfig, render};
-use quire_core::{Control, CoreError, Ctx, Extension, StepSummary};
+use quire_core::{Control, CoreError, Ctx, Extension, StepSummary, WorkFacts};
 use quire_types::{Message, MessageSource, ToolCall};
 
-use crate::compact::edited_paths;
 use crate::memory::MemoryStore;
 
 /// What guidance remembers during a run (in `ctx.state`).
@@ -92,6 +91,23 @@ fn last_step(messages: &[Message]) -> Vec<(&ToolCall, &str, bool)> {
             })
         })
         .collect()
+}
+
+/// The files an edit call aimed at, as the tools published them; a call
+/// the tools never saw (refused by its schema) by its `path` argument.
+fn edit_paths(facts: &WorkFacts, call: &ToolCall) -> Vec<String> {
+    let published = facts.edit_paths(&call.id);
+    if !published.is_empty() {
+        return published.to_vec();
+    }
+    serde_json::from_str::<serde_json::Value>(&call.arguments)
+        .ok()
+        .and_then(|args| {
+            args.get("path")
+                .and_then(|p| p.as_str())
+                .map(|p| vec![p.trim().trim_start_matches("./").to_string()])
+        })
+        .unwrap_or_default()
 }
 
 fn fingerprint(call: &ToolCall, result: &str) -> u64 {
@@ -203,7 +219,7 @@ impl Extension for GuidanceExtension {
                 reminders.extend(state.fire(&config, "loop_detected", &vars));
             }
             if config.tool_roles.edits.contains(&call.name) {
-                for path in edited_paths(call) {
+                for path in edit_paths(&ctx.facts, call) {
                     if !is_error {
                         state.edit_failures.remove(&path);
                         continue;

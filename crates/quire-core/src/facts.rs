@@ -30,9 +30,44 @@ pub struct WorkFacts {
     pub edited_since_test: bool,
     /// How the last test run of this session ended; `None` before one.
     pub last_test: Option<TestOutcome>,
+    /// Every call of a file-changing tool, in order: the files it aimed at
+    /// and whether it changed them, so the crates above know what a call
+    /// did without reading its arguments' format (a patch).
+    pub edits: Vec<EditCall>,
+}
+
+/// The files one call of a file-changing tool aimed at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditCall {
+    /// The id of the tool call.
+    pub call_id: String,
+    /// Workspace-relative, in the order the call names them, once each.
+    pub paths: Vec<String>,
+    /// The call succeeded (its files changed); `false`: it was refused.
+    pub applied: bool,
 }
 
 impl WorkFacts {
+    /// A file-changing tool call `call_id` aimed at `paths`; `applied`: it
+    /// succeeded.
+    pub fn edit_call(&mut self, call_id: &str, paths: Vec<String>, applied: bool) {
+        self.edits.push(EditCall {
+            call_id: call_id.to_string(),
+            paths,
+            applied,
+        });
+    }
+
+    /// The files call `call_id` aimed at; empty for a call that changes no
+    /// file (or one this session's tools never saw).
+    pub fn edit_paths(&self, call_id: &str) -> &[String] {
+        self.edits
+            .iter()
+            .rev()
+            .find(|e| e.call_id == call_id)
+            .map_or(&[], |e| e.paths.as_slice())
+    }
+
     /// A tool changed `path`.
     pub fn touched(&mut self, path: &str) {
         if !self.touched.iter().any(|p| p == path) {
@@ -69,5 +104,15 @@ mod tests {
         assert!(facts.edited_since_test);
         facts.tested(TestOutcome::Passed);
         assert!(facts.last_test.unwrap().passed());
+    }
+
+    #[test]
+    fn an_edit_call_is_found_by_its_id() {
+        let mut facts = WorkFacts::default();
+        facts.edit_call("c1", vec!["a.py".into()], true);
+        facts.edit_call("c2", vec!["b.py".into(), "c.py".into()], false);
+        assert_eq!(facts.edit_paths("c2"), ["b.py", "c.py"]);
+        assert_eq!(facts.edit_paths("c1"), ["a.py"]);
+        assert!(facts.edit_paths("c3").is_empty());
     }
 }

@@ -19,7 +19,7 @@ mod sink;
 pub use context::{Ctx, StateMap};
 pub use error::CoreError;
 pub use estimate::{CharEstimator, TokenEstimator};
-pub use facts::{TestOutcome, WorkFacts};
+pub use facts::{EditCall, TestOutcome, WorkFacts};
 pub use history::{pair_tool_calls, rebuild_history};
 pub use interrupt::Interrupt;
 pub use run::{

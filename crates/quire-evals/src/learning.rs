@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use quire_core::Interrupt;
-use quire_notes::{RETRIEVAL_TOOLS, START_LIST_SOURCE, via};
+use quire_recall::{RETRIEVAL_TOOLS, START_LIST_SOURCE, via};
 use quire_types::{Event, EventKind, SessionId};
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,8 @@
-//! Cross-session notes: a tree of Markdown notes with YAML frontmatter (the
-//! source of truth), a tantivy index derived from it, the note-taker that
-//! distills finished sessions into notes, and retrieval of notes into new
-//! sessions.
+//! Cross-session notes as files: a tree of Markdown notes with YAML
+//! frontmatter (the source of truth) and a tantivy index derived from it,
+//! searched by error, file, symbol and words. Knows nothing of the agent
+//! loop or a model: the note-taker (`quire-distill`) writes notes through
+//! it, the `notes` extension (`quire-recall`) reads them into sessions.
 //!
 //! Layout under the notes root: `projects/<project>/<topic>/<slug>.md` for
 //! one codebase's knowledge, `shared/<topic>/<slug>.md` for knowledge that
@@ -10,35 +11,18 @@
 //! Everything written into a note goes through the tree's
 //! [`quire_types::Redactor`], so secrets never reach the files or the index.
 
-mod digest;
-mod distill;
 mod error;
-mod facts;
 mod frontmatter;
 mod fsx;
 mod handle;
 mod index;
 mod note;
-mod note_tools;
 mod readme;
-mod retrieval;
 mod search;
 mod stale;
-#[cfg(test)]
-mod testutil;
 mod tree;
-pub mod triage;
 
-pub use digest::{DigestLimits, DigestOptions, digest};
-pub use distill::{DistillError, DistillSettings, Distiller, JobOutcome, JobReport};
-pub use facts::{READ_NOTE, SessionFacts, Verdict, via};
 pub use handle::{Notes, NotesPaths};
-pub use note_tools::{
-    MAX_EDIT_CHARS, NOTE_TAKER_TOOLS, NoteAction, NoteTakerState, NoteTools, Progress, WrittenNote,
-};
-pub use retrieval::{
-    NotesExtension, NotesState, RETRIEVAL_TOOLS, RetrievalSettings, START_LIST_SOURCE,
-};
 pub use stale::stale_reason;
 
 pub use error::{Error, Result};
@@ -48,101 +32,7 @@ pub use frontmatter::{
 pub use index::{NoteIndex, SyncReport};
 pub use note::{
     Frontmatter, Kind, NewNote, Note, NoteFilter, Provenance, Scope, Status, UnknownVariant,
-    abandoned_hindsight_template, body_template, flatten_line, slugify,
+    abandoned_hindsight_template, body_template, cut_at_line, flatten_line, slugify,
 };
 pub use search::{Hit, SearchQuery, normalize_error};
 pub use tree::{BrokenNote, FilledNote, NoteTree, README, ScanReport};
-
-#[cfg(test)]
-mod texts {
-    use crate::testutil::config;
-
-    /// Every text the notes code sends is in the default agent, so none
-    /// reaches a model as a missing-text marker.
-    #[test]
-    fn the_default_agent_has_every_text() {
-        let config = config();
-        for key in [
-            "notes_retrieved",
-            "notes_retrieved_entry",
-            "notes_stale",
-            "notes_error_hint",
-            "notes_error_hint_inline",
-            "notes_digest",
-            "notes_digest_resumed",
-            "notes_digest_existing",
-            "notes_no_tool_call",
-        ] {
-            assert!(
-                config.messages.contains_key(key),
-                "messages.toml lacks {key}"
-            );
-        }
-        let errors: &[(&str, &[&str])] = &[
-            (
-                "search_notes",
-                &[
-                    "header",
-                    "hit",
-                    "none",
-                    "empty_query",
-                    "stale",
-                    "unavailable",
-                ],
-            ),
-            (
-                "read_note",
-                &["note", "stale", "not_found", "unavailable", "cut"],
-            ),
-            ("note_search", &["header", "hit", "none", "empty_query"]),
-            ("note_read", &["not_found"]),
-            (
-                "note_create",
-                &[
-                    "created",
-                    "bad_value",
-                    "needs_signature",
-                    "duplicate",
-                    "no_project",
-                    "invalid",
-                ],
-            ),
-            (
-                "note_update",
-                &[
-                    "updated",
-                    "not_found",
-                    "bad_field",
-                    "old_missing",
-                    "old_ambiguous",
-                    "entry_missing",
-                    "too_large",
-                    "no_change",
-                    "invalid",
-                ],
-            ),
-            ("note_supersede", &["superseded", "not_found", "invalid"]),
-            ("note_done", &["done"]),
-        ];
-        for (tool, keys) in errors {
-            let text = config
-                .tools
-                .get(*tool)
-                .unwrap_or_else(|| panic!("tools/{tool}.toml is missing"));
-            for key in *keys {
-                assert!(
-                    text.errors.contains_key(*key),
-                    "tools/{tool}.toml lacks [errors] {key}"
-                );
-            }
-        }
-        for tool in crate::NOTE_TAKER_TOOLS.iter().chain(crate::RETRIEVAL_TOOLS) {
-            assert!(
-                config.tools.contains_key(*tool),
-                "tools/{tool}.toml is missing"
-            );
-        }
-        assert!(config.prompts.note_taker.contains("note_done"));
-        assert!(config.extensions.iter().any(|e| e == "notes"));
-    }
-}

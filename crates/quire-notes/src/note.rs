@@ -373,6 +373,28 @@ pub(crate) fn path_to_slash(path: &std::path::Path) -> String {
         .join("/")
 }
 
+/// `text` trimmed, cut after the last whole line within `budget`
+/// characters, and whether it was cut. `None` when nothing is left.
+pub fn cut_at_line(text: &str, budget: usize) -> Option<(String, bool)> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if text.chars().count() <= budget {
+        return Some((text.to_string(), false));
+    }
+    let mut kept = String::new();
+    for line in text.lines() {
+        if kept.chars().count() + line.chars().count() + 1 > budget {
+            break;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    let kept = kept.trim_end().to_string();
+    (!kept.is_empty()).then_some((kept, true))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,8 @@ use quire_context::{
 use quire_core::Extension;
 use quire_core::extensions::ProtocolExtension;
 use quire_llm::ModelClient;
-use quire_notes::{NotesExtension, NotesPaths, RETRIEVAL_TOOLS, RetrievalSettings};
+use quire_notes::NotesPaths;
+use quire_recall::{NotesExtension, RETRIEVAL_TEXTS, RetrievalSettings};
 use quire_tools::{CommandApprover, CommandRunner, Finisher, TestRunner, WorkspaceTools};
 use quire_types::Redactor;
 use quire_workspace::SessionCopy;
@@ -38,16 +39,8 @@ pub fn texts_by_extension() -> Vec<(&'static str, Vec<ToolTexts>)> {
     quire_tools::texts_by_extension()
         .iter()
         .chain(quire_context::texts_by_extension())
+        .chain(&[(NotesExtension::NAME, RETRIEVAL_TEXTS)])
         .map(|(extension, texts)| (*extension, texts.to_vec()))
-        // The retrieval tools do not publish their error keys yet: only
-        // their files are checked.
-        .chain([(
-            NotesExtension::NAME,
-            RETRIEVAL_TOOLS
-                .iter()
-                .map(|tool| ToolTexts { tool, errors: &[] })
-                .collect(),
-        )])
         .collect()
 }
 
@@ -61,13 +54,14 @@ pub fn config_problems(config: &AgentConfig) -> Vec<String> {
     // The note-taker is an agent of its own: its tools are not listed in
     // `extensions`, but it needs their words whenever notes are on.
     if config.notes.enabled {
-        for tool in quire_notes::NOTE_TAKER_TOOLS {
-            if !config.tools.contains_key(*tool) {
-                problems.push(format!(
+        for missing in config.missing_tool_texts(quire_distill::NOTE_TAKER_TEXTS) {
+            problems.push(match missing.key {
+                None => format!(
                     "{}: missing (the note-taker needs it)",
-                    config.tool_file(tool).display()
-                ));
-            }
+                    missing.file.display()
+                ),
+                Some(_) => format!("{missing} (the note-taker)"),
+            });
         }
         if config.prompts.note_taker.trim().is_empty() {
             problems.push("the note-taker prompt (prompts.note_taker) is empty".into());
@@ -267,6 +261,39 @@ mod tests {
         // Not listed, not needed: without `commands` the text is not rendered.
         config.extensions.retain(|e| e != "commands");
         assert!(check_texts(&config).is_ok());
+    }
+
+    #[test]
+    fn a_missing_notes_text_is_reported_with_file_and_key() {
+        let mut config = builtin();
+        config.dir = Some(PathBuf::from("/agents/custom"));
+        config
+            .tools
+            .get_mut("search_notes")
+            .unwrap()
+            .errors
+            .remove("unavailable");
+        config
+            .tools
+            .get_mut("note_update")
+            .unwrap()
+            .errors
+            .remove("too_large");
+        config.tools.remove("note_done");
+        let problems = config_problems(&config);
+        assert_eq!(
+            problems,
+            vec![
+                "/agents/custom/tools/search_notes.toml: [errors] has no `unavailable` (tool `search_notes` renders it)",
+                "/agents/custom/tools/note_update.toml: [errors] has no `too_large` (tool `note_update` renders it) (the note-taker)",
+                "/agents/custom/tools/note_done.toml: missing (the note-taker needs it)",
+            ]
+        );
+        assert!(check_texts(&config).is_err());
+        // Notes off: neither the retrieval tools nor the note-taker run.
+        config.notes.enabled = false;
+        config.extensions.retain(|e| e != "notes");
+        assert_eq!(config_problems(&config), Vec::<String>::new());
     }
 
     #[test]

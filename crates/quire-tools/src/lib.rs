@@ -164,6 +164,13 @@ impl Extension for WorkspaceTools {
             patch::TOOL => patch::run(&self.copy, ctx, &action.args),
             other => unknown_tool(&ctx.config, other, &self.tools()),
         };
+        if matches!(tool, edit::TOOL | write::TOOL | patch::TOOL) {
+            ctx.facts.edit_call(
+                &action.call.id,
+                util::edit_targets(&action.args),
+                !out.is_error,
+            );
+        }
         capped(&ctx.config, tool, out)
     }
 }

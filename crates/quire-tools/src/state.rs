@@ -79,6 +79,21 @@ impl TestSummary {
     }
 }
 
+fn is_edit(tool: &str) -> bool {
+    matches!(
+        tool,
+        crate::edit::TOOL | crate::write::TOOL | crate::patch::TOOL
+    )
+}
+
+/// [`crate::util::edit_targets`] of a call's raw arguments.
+fn targets(arguments: &str) -> Vec<String> {
+    match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(serde_json::Value::Object(args)) => crate::util::edit_targets(&args),
+        _ => Vec::new(),
+    }
+}
+
 /// Rebuilds what the tools knew from a resumed conversation: files read or
 /// changed by successful calls, and whether an edit followed the last test
 /// run. Hashes are taken from the session copy as it is now.
@@ -105,6 +120,17 @@ pub(crate) fn rebuild(
             }
             Message::Tool {
                 call_id,
+                is_error: true,
+                ..
+            } => {
+                if let Some(call) = calls.get(call_id)
+                    && is_edit(&call.name)
+                {
+                    facts.edit_call(call_id, targets(&call.arguments), false);
+                }
+            }
+            Message::Tool {
+                call_id,
                 is_error: false,
                 content,
                 ..
@@ -112,6 +138,9 @@ pub(crate) fn rebuild(
                 let Some(call) = calls.get(call_id) else {
                     continue;
                 };
+                if is_edit(&call.name) {
+                    facts.edit_call(call_id, targets(&call.arguments), true);
+                }
                 let args: serde_json::Value =
                     serde_json::from_str(&call.arguments).unwrap_or_default();
                 let path = args
@@ -207,6 +236,40 @@ mod tests {
         let (state, _) = super::rebuild(&copy, &messages);
         assert!(state.was_read("src/a.py"));
         assert!(!state.was_read("src/b.py"));
+    }
+
+    #[test]
+    fn a_resumed_session_knows_what_each_edit_call_aimed_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let original = dir.path().join("original");
+        std::fs::create_dir_all(&original).unwrap();
+        std::fs::write(original.join("a.py"), "x = 2\n").unwrap();
+        let copy =
+            quire_workspace::SessionCopy::create(&original, &dir.path().join("copy")).unwrap();
+        let faded = r#"{"patch":"[900 chars faded]\n--- a/a.py\n+++ b/a.py"}"#;
+        let messages = vec![
+            Message::user("task"),
+            Message::assistant("", vec![ToolCall::new("p1", "apply_patch", faded)]),
+            Message::tool("p1", "apply_patch", "Patch applied: M a.py.", false),
+            Message::assistant(
+                "",
+                vec![ToolCall::new("e1", "edit_file", r#"{"path":"./b.py"}"#)],
+            ),
+            Message::tool("e1", "edit_file", "no match", true),
+        ];
+        let (_, facts) = super::rebuild(&copy, &messages);
+        let edits: Vec<(&str, &[String], bool)> = facts
+            .edits
+            .iter()
+            .map(|e| (e.call_id.as_str(), e.paths.as_slice(), e.applied))
+            .collect();
+        assert_eq!(
+            edits,
+            vec![
+                ("p1", &["a.py".to_string()][..], true),
+                ("e1", &["b.py".to_string()][..], false),
+            ]
+        );
     }
 
     #[test]

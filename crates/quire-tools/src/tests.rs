@@ -739,6 +739,7 @@ async fn edit_refused_before_read_then_applied() {
     );
     assert_eq!(ctx.facts.touched, vec!["m.py".to_string()]);
     assert!(ctx.facts.edited_since_test);
+    assert_eq!(ctx.facts.edit_paths("call-1"), ["m.py"]);
 }
 
 #[tokio::test]
@@ -1065,6 +1066,14 @@ async fn patch_failing_hunk_changes_nothing() {
     );
     assert!(!ws.root.join("c.py").exists());
     assert!(ctx.facts.touched.is_empty());
+    // What the refused call aimed at is published all the same.
+    let edit = &ctx.facts.edits[0];
+    assert_eq!(
+        (edit.call_id.as_str(), edit.applied),
+        ("call-1", false),
+        "{edit:?}"
+    );
+    assert_eq!(ctx.facts.edit_paths("call-1"), ["a.py", "c.py", "b.py"]);
 }
 
 #[tokio::test]

@@ -17,6 +17,16 @@ pub(crate) fn str_arg<'a>(args: &'a Map<String, Value>, name: &str) -> Option<&'
     args.get(name).and_then(Value::as_str)
 }
 
+/// The files a call of a file-changing tool aims at: its `path`, or the
+/// files a patch's `---`/`+++` lines name (which a patch faded from the
+/// context keeps), published as [`quire_core::WorkFacts::edits`].
+pub(crate) fn edit_targets(args: &Map<String, Value>) -> Vec<String> {
+    if let Some(path) = str_arg(args, "path") {
+        return vec![path.trim().trim_start_matches("./").to_string()];
+    }
+    str_arg(args, "patch").map_or_else(Vec::new, quire_patch::header_paths)
+}
+
 /// An integer argument; negative values clamp to 0.
 pub(crate) fn int_arg(args: &Map<String, Value>, name: &str) -> Option<u64> {
     let value = args.get(name)?;

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use quire_config::AgentConfig;
+use quire_distill::{Distiller, JobOutcome, JobReport};
 use quire_notes::{
-    BrokenNote, Distiller, JobOutcome, JobReport, Kind, Note, NoteFilter, Notes, Scope,
-    SearchQuery, Status, SyncReport,
+    BrokenNote, Kind, Note, NoteFilter, Notes, Scope, SearchQuery, Status, SyncReport,
 };
 use quire_session::DataHome;
 use quire_store::{DistillStatus, Store};

@@ -22,11 +22,11 @@ use quire_store::{DistillJob, Store, StoreError};
 use quire_types::{Event, EventKind, MessageSource, Redactor, SessionId, Usage};
 use serde::Serialize;
 
+use quire_notes::{Notes, cut_at_line};
+use quire_recall::{SessionFacts, Verdict};
+
 use crate::digest::{DigestOptions, digest};
-use crate::facts::{SessionFacts, Verdict};
-use crate::handle::Notes;
 use crate::note_tools::{NoteTakerState, NoteTools, WrittenNote};
-use crate::retrieval::cut_at_line;
 
 /// How jobs run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub enum DistillError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Notes(#[from] crate::Error),
+    Notes(#[from] quire_notes::Error),
     #[error("note-taker: {0}")]
     Agent(#[from] CoreError),
     #[error("the store lock is poisoned")]
@@ -380,7 +380,7 @@ impl Distiller {
                     }
                     credited.push((id.clone(), if helpful { "helpful" } else { "harmful" }));
                 }
-                Err(crate::Error::NotFound(_)) => {
+                Err(quire_notes::Error::NotFound(_)) => {
                     tracing::info!(id, "a note the session read no longer exists");
                 }
                 Err(err) => return Err(err.into()),
@@ -493,10 +493,10 @@ impl Distiller {
         if project.is_empty() {
             return None;
         }
-        let filter = crate::NoteFilter {
+        let filter = quire_notes::NoteFilter {
             project: Some(project.to_string()),
-            status: Some(crate::Status::Active),
-            ..crate::NoteFilter::default()
+            status: Some(quire_notes::Status::Active),
+            ..quire_notes::NoteFilter::default()
         };
         let notes = self
             .notes
@@ -538,7 +538,7 @@ impl Distiller {
                     ("stale", ""),
                 ],
             ));
-            if hit.kind == crate::Kind::Architecture
+            if hit.kind == quire_notes::Kind::Architecture
                 && let Ok(Some(note)) = self.notes.tree.get(&hit.id)
                 && let Some((body, cut)) = cut_at_line(&note.body, MAP_BODY_CHARS)
             {

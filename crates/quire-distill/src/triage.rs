@@ -13,8 +13,8 @@ use std::collections::BTreeSet;
 
 use quire_types::{Event, EventKind};
 
-use crate::facts::SessionFacts;
-use crate::note::Note;
+use quire_notes::Note;
+use quire_recall::SessionFacts;
 
 /// The workspace paths a session read or changed, from its tool calls'
 /// `path` arguments and the `+++` lines of patches it applied.
@@ -56,7 +56,7 @@ pub fn nothing_to_learn(
     project_notes: &[Note],
     max_calls: u32,
 ) -> Option<String> {
-    if project_notes.is_empty() || facts.verdict() != Some(crate::facts::Verdict::Helpful) {
+    if project_notes.is_empty() || facts.verdict() != Some(quire_recall::Verdict::Helpful) {
         return None;
     }
     let troubled = events.iter().any(|e| {
@@ -99,7 +99,7 @@ pub fn nothing_to_learn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Kind, NewNote, NoteTree, Provenance};
+    use quire_notes::{Kind, NewNote, NoteTree, Provenance};
 
     fn call(name: &str, args: serde_json::Value) -> Event {
         Event::now(EventKind::ToolCallStarted {

@@ -7,11 +7,9 @@ use std::time::Duration;
 
 use quire_config::{AgentConfig, AgentSource, Loader};
 use quire_core::Interrupt;
+use quire_distill::{DistillSettings, Distiller, JobOutcome, NoteAction};
 use quire_llm::{ClientSettings, Provider, build_client};
-use quire_notes::{
-    DistillSettings, Distiller, JobOutcome, Kind, NewNote, NoteAction, NoteFilter, Notes,
-    NotesPaths, SearchQuery,
-};
+use quire_notes::{Kind, NewNote, NoteFilter, Notes, NotesPaths, SearchQuery};
 use quire_store::{DistillStatus, NewSession, Store};
 use quire_testkit::{Fault, Reply, Script, ScriptedServer, call};
 use quire_types::{Event, EventKind, Redactor, SessionId, ToolResultViews, Usage};
