@@ -17,8 +17,8 @@ pub use load::{
 };
 pub use schema::{
     AgentConfig, CommandApproval, CommandsConfig, ContextConfig, FinishConfig, GuidanceConfig,
-    Limits, McpApproval, McpConfig, McpServerConfig, ModelConfig, NotesConfig, Pricing, PromptSection, Prompts, Provider, Reminder,
-    TestsConfig, ToolCalling, ToolRoles, ToolText,
+    Limits, McpApproval, McpConfig, McpServerConfig, ModelConfig, NotesConfig, Pricing,
+    PromptSection, Prompts, Provider, Reminder, TestsConfig, ToolCalling, ToolRoles, ToolText,
 };
 pub use template::render;
 pub use texts::{MissingText, ToolTexts};

@@ -7,8 +7,8 @@ use sha2::{Digest, Sha256};
 use crate::error::ConfigError;
 use crate::schema::{
     AgentConfig, CommandsConfig, ContextConfig, FinishConfig, GuidanceConfig, Limits, McpConfig,
-    McpServerConfig, ModelConfig, NotesConfig, Pricing, PromptSection, Prompts, Reminder, SandboxConfig, TestsConfig, ToolRoles,
-    ToolText,
+    McpServerConfig, ModelConfig, NotesConfig, Pricing, PromptSection, Prompts, Reminder,
+    SandboxConfig, TestsConfig, ToolRoles, ToolText,
 };
 
 mod builtin {
@@ -610,7 +610,9 @@ fn mcp_server_problem(name: &str, server: &McpServerConfig) -> Option<String> {
         ));
     }
     if server.command.trim().is_empty() {
-        return Some(format!("`{key}.command` is empty: it names the program to start"));
+        return Some(format!(
+            "`{key}.command` is empty: it names the program to start"
+        ));
     }
     if let Some(bad) = server.env.iter().find(|n| !is_env_name(n)) {
         return Some(format!(

@@ -28,7 +28,9 @@ impl McpError {
                 error,
                 stderr: tail,
             },
-            McpError::StartupTimeout { secs, .. } => McpError::StartupTimeout { secs, stderr: tail },
+            McpError::StartupTimeout { secs, .. } => {
+                McpError::StartupTimeout { secs, stderr: tail }
+            }
             spawn @ McpError::Spawn { .. } => spawn,
         }
     }

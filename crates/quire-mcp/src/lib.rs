@@ -426,7 +426,11 @@ impl Extension for McpExtension {
         let max = ctx.config.limits.tool_output_max_chars as usize;
         let cut = text(&ctx.config, exposed, "cut");
         out.agent_view = cap_output(&self.redactor.redact(&out.agent_view), max, cut);
-        out.user_view = cap_output(&self.redactor.redact(&out.user_view), USER_VIEW_MAX_CHARS, cut);
+        out.user_view = cap_output(
+            &self.redactor.redact(&out.user_view),
+            USER_VIEW_MAX_CHARS,
+            cut,
+        );
         out
     }
 }

@@ -49,7 +49,8 @@ mod tests {
 
     #[test]
     fn text_is_kept_and_other_blocks_are_named() {
-        let block = serde_json::json!({"type": "image", "mimeType": "image/png", "data": "aGVsbG8="});
+        let block =
+            serde_json::json!({"type": "image", "mimeType": "image/png", "data": "aGVsbG8="});
         assert_eq!(
             block_text(&block),
             "[image content, image/png, 8 bytes of base64 not shown]"

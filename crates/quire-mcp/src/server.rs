@@ -72,7 +72,11 @@ impl Connected {
 pub(crate) async fn connect(config: &McpServerConfig, cwd: &Path) -> Result<Connected, McpError> {
     let mut command = tokio::process::Command::new(&config.command);
     command.args(&config.args).current_dir(cwd).env_clear();
-    for name in BASE_ENV.iter().copied().chain(config.env.iter().map(String::as_str)) {
+    for name in BASE_ENV
+        .iter()
+        .copied()
+        .chain(config.env.iter().map(String::as_str))
+    {
         if let Ok(value) = std::env::var(name) {
             command.env(name, value);
         }
@@ -98,10 +102,13 @@ pub(crate) async fn connect(config: &McpServerConfig, cwd: &Path) -> Result<Conn
     });
     let limit = Duration::from_secs(config.startup_timeout_secs);
     let started = tokio::time::timeout(limit, async {
-        let service = ().serve(transport).await.map_err(|err| McpError::Handshake {
-            error: err.to_string(),
-            stderr: String::new(),
-        })?;
+        let service =
+            ().serve(transport)
+                .await
+                .map_err(|err| McpError::Handshake {
+                    error: err.to_string(),
+                    stderr: String::new(),
+                })?;
         let tools = service
             .peer()
             .list_all_tools()

@@ -42,14 +42,19 @@ fn main() {
             "ping" => Some(Ok(json!({}))),
             "tools/list" => Some(Ok(json!({ "tools": tools() }))),
             "tools/call" => call(&params),
-            _ => Some(Err(json!({ "code": -32601, "message": format!("no method {method}") }))),
+            _ => Some(Err(
+                json!({ "code": -32601, "message": format!("no method {method}") }),
+            )),
         };
         let Some(reply) = reply else { continue };
         let response = match reply {
             Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
             Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error }),
         };
-        if writeln!(stdout, "{response}").and_then(|()| stdout.flush()).is_err() {
+        if writeln!(stdout, "{response}")
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
             break;
         }
     }
