@@ -422,3 +422,23 @@ async fn with_no_servers_the_extension_adds_no_tools_and_no_text() {
     assert_eq!(a.body["tools"], b.body["tools"]);
     assert_eq!(a.messages().len(), b.messages().len());
 }
+
+#[tokio::test]
+async fn probe_lists_each_servers_tools_or_why_it_could_not_be_reached() {
+    let mut servers = server("test", &[r#"disabled_tools=["crash", "env"]"#]);
+    servers.extend(server("broken", &[r#"args=["--fail-start"]"#]));
+    let servers: Vec<&str> = servers.iter().map(String::as_str).collect();
+    let config = config(&servers);
+    let probes = quire_mcp::probe(&config, &std::env::temp_dir()).await;
+    let by_name = |name: &str| probes.iter().find(|p| p.server == name).unwrap();
+    let tools: Vec<String> = by_name("test")
+        .result
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(tools, ["test__echo", "test__fail", "test__hang"]);
+    let why = by_name("broken").result.as_ref().unwrap_err();
+    assert!(why.contains("told to fail at start"), "{why}");
+}
