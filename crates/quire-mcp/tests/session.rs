@@ -267,6 +267,10 @@ async fn the_model_gets_an_answer_an_error_and_a_timeout_and_the_trajectory_reco
 async fn a_server_that_fails_to_start_is_told_once_and_the_session_finishes() {
     let mut servers = server("broken", &[r#"args=["--fail-start"]"#]);
     servers.push("mcp.servers.missing.command=\"/nonexistent/mcp-server\"".into());
+    // Never answers the handshake.
+    servers.push("mcp.servers.slow.command=\"sleep\"".into());
+    servers.push(r#"mcp.servers.slow.args=["30"]"#.into());
+    servers.push("mcp.servers.slow.startup_timeout_secs=1".into());
     servers.extend(server("good", &[r#"approval="never""#]));
     let session = Session::start(&servers, vec![call("good__echo", json!({ "text": "hi" }))]).await;
     let report = session.run(Arc::new(AutoApprove)).await;
@@ -304,7 +308,11 @@ async fn a_server_that_fails_to_start_is_told_once_and_the_session_finishes() {
         .filter(|s| s.error.is_some())
         .map(|s| s.server.as_str())
         .collect();
-    assert_eq!(failed, ["broken", "missing"]);
+    assert_eq!(failed, ["broken", "missing", "slow"]);
+    assert!(
+        text.contains("The MCP server `slow` could not be started (it did not start within 1 s"),
+        "{text}"
+    );
 }
 
 /// Says yes to every command question and counts them.
@@ -428,7 +436,16 @@ async fn probe_lists_each_servers_tools_or_why_it_could_not_be_reached() {
     let mut servers = server("test", &[r#"disabled_tools=["crash", "env"]"#]);
     servers.extend(server("broken", &[r#"args=["--fail-start"]"#]));
     let servers: Vec<&str> = servers.iter().map(String::as_str).collect();
-    let config = config(&servers);
+    let mut config = (*config(&servers)).clone();
+    // An agent folder's `tools/test__echo.toml` overrides the description.
+    config.tools.insert(
+        "test__echo".into(),
+        quire_config::ToolText {
+            description: "Repeat a text (agent's words).".into(),
+            parameters: serde_json::Value::Null,
+            errors: Default::default(),
+        },
+    );
     let probes = quire_mcp::probe(&config, &std::env::temp_dir()).await;
     let by_name = |name: &str| probes.iter().find(|p| p.server == name).unwrap();
     let tools: Vec<String> = by_name("test")
@@ -439,6 +456,40 @@ async fn probe_lists_each_servers_tools_or_why_it_could_not_be_reached() {
         .map(|t| t.name.clone())
         .collect();
     assert_eq!(tools, ["test__echo", "test__fail", "test__hang"]);
+    let specs = by_name("test").result.as_ref().unwrap();
+    assert_eq!(specs[0].description, "Repeat a text (agent's words).");
+    assert_eq!(specs[1].description, "Always reports an error.");
     let why = by_name("broken").result.as_ref().unwrap_err();
     assert!(why.contains("told to fail at start"), "{why}");
+}
+
+#[tokio::test]
+async fn a_long_result_is_capped_for_the_model_and_whole_for_the_user() {
+    let long = "word ".repeat(400);
+    let mut servers = server("test", &[r#"approval="never""#]);
+    servers.push("limits.tool_output_max_chars=300".into());
+    let session = Session::start(
+        &servers,
+        vec![call("test__echo", json!({ "text": long.clone() }))],
+    )
+    .await;
+    let report = session.run(Arc::new(AutoApprove)).await;
+    let seen = &session.results_seen()[0];
+    assert!(seen.chars().count() <= 300, "{}", seen.len());
+    assert!(seen.contains("characters of this result cut"), "{seen}");
+    let (_, _, agent_view) = &recorded(&session.events(&report))[0];
+    assert_eq!(agent_view, seen);
+    let user_view = session
+        .events(&report)
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolResult { views, .. } => Some(views.user_view.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(user_view.starts_with("test · echo · "), "{user_view}");
+    assert!(
+        user_view.contains(long.trim_end()),
+        "the user view is whole"
+    );
 }
