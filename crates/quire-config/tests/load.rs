@@ -334,7 +334,7 @@ fn a_malformed_mcp_server_names_the_file_and_the_key() {
         ),
         (
             "\n[mcp.servers.x]\ncommand = \"srv\"\ncall_timeout_secs = \"soon\"\n",
-            "call_timeout_secs",
+            "call_timeout_secs = \"soon",
             &["\"soon\"", "u64"][..],
         ),
         (

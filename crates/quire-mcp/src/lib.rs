@@ -112,6 +112,7 @@ fn offered(
     server: &McpServerConfig,
     connected: &Connected,
 ) -> Vec<(ToolSpec, String)> {
+    let mut seen = HashSet::new();
     connected
         .tools
         .iter()
@@ -144,6 +145,18 @@ fn offered(
                 parameters: serde_json::Value::Object(parameters),
             };
             (spec, tool.name.to_string())
+        })
+        // Two names that differ only in characters made safe would be one
+        // tool twice, which the loop refuses: the first one is kept.
+        .filter(|(spec, tool)| {
+            let fresh = seen.insert(spec.name.clone());
+            if !fresh {
+                tracing::warn!(
+                    "MCP server `{name}`: tool `{tool}` is not offered, its name is taken as `{}`",
+                    spec.name
+                );
+            }
+            fresh
         })
         .collect()
 }
