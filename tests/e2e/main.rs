@@ -12,6 +12,7 @@ mod kill9;
 mod kill9_distill;
 mod kill9_eval;
 mod learn;
+mod mcp;
 mod meta;
 mod notes;
 mod resume;

@@ -235,7 +235,16 @@ impl Renderer {
             )),
             EventKind::Error { message } => s.red(&format!("error: {message}")),
             EventKind::Extension(payload) => {
-                s.dim(&format!("{} · {}", payload.extension, payload.event))
+                match payload.decode::<quire_mcp::McpServerStatus>() {
+                    // A server that did not start was the warning line already.
+                    Some(Ok(status)) if status.error.is_some() => return None,
+                    Some(Ok(status)) => s.dim(&format!(
+                        "mcp server {}: {} tool(s)",
+                        status.server,
+                        status.tools.len()
+                    )),
+                    _ => s.dim(&format!("{} · {}", payload.extension, payload.event)),
+                }
             }
             // Reads show as the read_note call; the rest as one dim line.
             EventKind::NotesRetrieved { via, ids } => match via {

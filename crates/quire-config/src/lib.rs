@@ -12,11 +12,13 @@ mod template;
 mod texts;
 
 pub use error::ConfigError;
-pub use load::{AgentSource, Loader, Override, builtin_agent_files, locate_agent};
+pub use load::{
+    AgentSource, Loader, MCP_TOOL_SEPARATOR, Override, builtin_agent_files, locate_agent,
+};
 pub use schema::{
     AgentConfig, CommandApproval, CommandsConfig, ContextConfig, FinishConfig, GuidanceConfig,
-    Limits, ModelConfig, NotesConfig, Pricing, PromptSection, Prompts, Provider, Reminder,
-    TestsConfig, ToolCalling, ToolRoles, ToolText,
+    Limits, McpApproval, McpConfig, McpServerConfig, ModelConfig, NotesConfig, Pricing,
+    PromptSection, Prompts, Provider, Reminder, TestsConfig, ToolCalling, ToolRoles, ToolText,
 };
 pub use template::render;
 pub use texts::{MissingText, ToolTexts};

@@ -6,9 +6,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ConfigError;
 use crate::schema::{
-    AgentConfig, CommandsConfig, ContextConfig, FinishConfig, GuidanceConfig, Limits, ModelConfig,
-    NotesConfig, Pricing, PromptSection, Prompts, Reminder, SandboxConfig, TestsConfig, ToolRoles,
-    ToolText,
+    AgentConfig, CommandsConfig, ContextConfig, FinishConfig, GuidanceConfig, Limits, McpConfig,
+    McpServerConfig, ModelConfig, NotesConfig, Pricing, PromptSection, Prompts, Reminder,
+    SandboxConfig, TestsConfig, ToolRoles, ToolText,
 };
 
 mod builtin {
@@ -160,6 +160,8 @@ struct AgentFile {
     commands: CommandsConfig,
     #[serde(default)]
     sandbox: SandboxConfig,
+    #[serde(default)]
+    mcp: McpConfig,
     #[serde(default)]
     pricing: Pricing,
     prompts: PromptFiles,
@@ -426,6 +428,12 @@ fn resolve(
             message,
         });
     }
+    if let Some(message) = mcp_problem(&file.mcp) {
+        return Err(ConfigError::InvalidFile {
+            path: agent_path.to_path_buf(),
+            message,
+        });
+    }
     if file.model.model.trim().is_empty() {
         return Err(ConfigError::InvalidFile {
             path: agent_path.to_path_buf(),
@@ -469,18 +477,34 @@ fn resolve(
     for rel in files.list_toml(&file.tools_dir)? {
         let text = read_required(files, &rel, "tools_dir", agent_path)?;
         let tool: ToolText = parse_located(&text, &files.display(&rel))?;
-        if !tool.parameters.is_object()
-            || tool.parameters.get("type").and_then(|t| t.as_str()) != Some("object")
+        let name = Path::new(&rel)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // An MCP tool's file overrides words its server supplies: the
+        // schema stays the server's, a missing description is the server's.
+        let mcp_tool = name.contains(MCP_TOOL_SEPARATOR);
+        if mcp_tool && !tool.parameters.is_null() {
+            return Err(ConfigError::InvalidFile {
+                path: files.display(&rel),
+                message: "`parameters`: an MCP tool's schema is its server's; this file may set only `description` and `[errors]`".into(),
+            });
+        }
+        if !mcp_tool
+            && (!tool.parameters.is_object()
+                || tool.parameters.get("type").and_then(|t| t.as_str()) != Some("object"))
         {
             return Err(ConfigError::InvalidFile {
                 path: files.display(&rel),
                 message: "`parameters` must be a JSON schema table with type = \"object\"".into(),
             });
         }
-        let name = Path::new(&rel)
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        if !mcp_tool && tool.description.trim().is_empty() {
+            return Err(ConfigError::InvalidFile {
+                path: files.display(&rel),
+                message: "`description` is missing or empty".into(),
+            });
+        }
         tools.insert(name, tool);
     }
 
@@ -511,6 +535,7 @@ fn resolve(
         notes: file.notes,
         commands: file.commands,
         sandbox: file.sandbox,
+        mcp: file.mcp,
         extensions: file.extensions,
         prompts,
         tools,
@@ -559,6 +584,69 @@ fn context_problem(context: &ContextConfig, guidance: &GuidanceConfig) -> Option
     None
 }
 
+/// Joins an MCP server's name and its tool's into the name the model sees
+/// (`<server>__<tool>`), so a server's name may not hold it.
+pub const MCP_TOOL_SEPARATOR: &str = "__";
+
+/// An `[mcp.servers.<name>]` setting that parses but cannot work, named by
+/// its full key.
+fn mcp_problem(mcp: &McpConfig) -> Option<String> {
+    mcp.servers
+        .iter()
+        .find_map(|(name, server)| mcp_server_problem(name, server))
+}
+
+fn mcp_server_problem(name: &str, server: &McpServerConfig) -> Option<String> {
+    let key = format!("mcp.servers.{name}");
+    let name_ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !name.contains(MCP_TOOL_SEPARATOR)
+        && !name.ends_with('_');
+    if !name_ok {
+        return Some(format!(
+            "`{key}`: a server name is letters, digits, `-` and single `_` (it prefixes its tools as `{name}__<tool>`)"
+        ));
+    }
+    if server.command.trim().is_empty() {
+        return Some(format!(
+            "`{key}.command` is empty: it names the program to start"
+        ));
+    }
+    if let Some(bad) = server.env.iter().find(|n| !is_env_name(n)) {
+        return Some(format!(
+            "`{key}.env` holds {bad:?}: list the NAMES of variables to pass through (e.g. \"GITHUB_TOKEN\"), never values"
+        ));
+    }
+    for (field, secs) in [
+        ("startup_timeout_secs", server.startup_timeout_secs),
+        ("call_timeout_secs", server.call_timeout_secs),
+    ] {
+        if secs == 0 {
+            return Some(format!("`{key}.{field}` is 0: it must be at least 1"));
+        }
+    }
+    if let Some(both) = server
+        .enabled_tools
+        .iter()
+        .find(|t| server.disabled_tools.contains(t))
+    {
+        return Some(format!(
+            "`{key}`: tool `{both}` is in both enabled_tools and disabled_tools"
+        ));
+    }
+    None
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// A `[notes]` setting that parses but cannot work.
 fn notes_problem(notes: &NotesConfig) -> Option<String> {
     let m = notes.min_score;
@@ -599,7 +687,8 @@ default_from_serde!(
     FinishConfig,
     NotesConfig,
     CommandsConfig,
-    SandboxConfig
+    SandboxConfig,
+    McpConfig
 );
 
 #[cfg(test)]

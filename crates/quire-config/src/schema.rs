@@ -276,6 +276,59 @@ pub struct CommandsConfig {
     pub output_cap_bytes: u64,
 }
 
+/// When a call to an MCP server's tool is put to the user. Nobody can be
+/// asked in an eval run or under `--yes`: there a call that would ask is
+/// refused, as `run_command` refuses an unlisted command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum McpApproval {
+    /// Never ask: the server is trusted with every call (the only setting
+    /// under which an eval run or `--yes` calls it).
+    Never,
+    /// Ask before the first call of each tool in a session.
+    #[default]
+    FirstUse,
+    /// Ask before every call.
+    Always,
+}
+
+/// One MCP tool server started over stdio (the `mcp` extension).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program to start (looked up on `PATH`).
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Names of environment variables passed through to the server (their
+    /// values never go in the file; they are redacted like the model key).
+    /// Besides these the server sees only a few basics (`PATH`, `HOME`, …).
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// The server's tools offered to the model; empty: all of them.
+    #[serde(default)]
+    pub enabled_tools: Vec<String>,
+    /// Tools never offered, even when the server lists them.
+    #[serde(default)]
+    pub disabled_tools: Vec<String>,
+    /// Starting, the handshake and listing the tools, together.
+    #[serde(default = "defaults::mcp_startup_timeout_secs")]
+    pub startup_timeout_secs: u64,
+    /// One tool call; past it the model is told the call timed out.
+    #[serde(default = "defaults::mcp_call_timeout_secs")]
+    pub call_timeout_secs: u64,
+    #[serde(default)]
+    pub approval: McpApproval,
+}
+
+/// `[mcp]`: the MCP tool servers, by name (used as the tools' prefix).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
 /// Confinement of the processes the agent starts (tests, `run_command`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -335,10 +388,14 @@ pub struct Prompts {
 }
 
 /// A tool's words: description, argument schema and error templates.
+/// Both may be left out of an MCP tool's file (`<server>__<tool>.toml`),
+/// whose server supplies them; every other tool's file must have them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolText {
+    #[serde(default)]
     pub description: String,
+    #[serde(default)]
     pub parameters: serde_json::Value,
     #[serde(default)]
     pub errors: BTreeMap<String, String>,
@@ -373,6 +430,7 @@ pub struct AgentConfig {
     pub notes: NotesConfig,
     pub commands: CommandsConfig,
     pub sandbox: SandboxConfig,
+    pub mcp: McpConfig,
     /// Extension names in the order their callbacks run.
     pub extensions: Vec<String>,
     pub prompts: Prompts,
@@ -415,6 +473,14 @@ impl AgentConfig {
                 .secret_env
                 .iter()
                 .map(String::as_str)
+                .filter(|n| !n.is_empty()),
+        );
+        // What an MCP server is given may be a token it was given for.
+        names.extend(
+            self.mcp
+                .servers
+                .values()
+                .flat_map(|s| s.env.iter().map(String::as_str))
                 .filter(|n| !n.is_empty()),
         );
         names
@@ -536,6 +602,12 @@ pub(crate) mod defaults {
     }
     pub fn output_cap_bytes() -> u64 {
         200_000
+    }
+    pub fn mcp_startup_timeout_secs() -> u64 {
+        30
+    }
+    pub fn mcp_call_timeout_secs() -> u64 {
+        120
     }
     pub fn max_fires() -> u32 {
         2

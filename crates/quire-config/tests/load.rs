@@ -278,3 +278,157 @@ fn file_settings_cannot_leave_the_agent_folder() {
         );
     }
 }
+
+/// The scratch agent with `section` appended to its agent.toml; the load's
+/// error as text, and the line `needle` is on.
+fn load_with_mcp(section: &str, needle: &str) -> (PathBuf, String, usize) {
+    let dir = scratch_agent();
+    let path = dir.path().join("agent.toml");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(section);
+    std::fs::write(&path, &text).unwrap();
+    let line = text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let err = Loader::default()
+        .load(&AgentSource::Dir(dir.path().into()))
+        .unwrap_err()
+        .to_string();
+    // The folder goes with `dir`; the message keeps its path.
+    (path, err, line)
+}
+
+#[test]
+fn an_mcp_server_loads_with_its_defaults() {
+    let dir = scratch_agent();
+    let path = dir.path().join("agent.toml");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(
+        "\n[mcp.servers.github]\ncommand = \"github-mcp\"\nargs = [\"stdio\"]\nenv = [\"GITHUB_TOKEN\"]\napproval = \"always\"\n",
+    );
+    std::fs::write(&path, &text).unwrap();
+    let config = Loader::default()
+        .load(&AgentSource::Dir(dir.path().into()))
+        .unwrap();
+    let server = &config.mcp.servers["github"];
+    assert_eq!(server.command, "github-mcp");
+    assert_eq!(server.approval, quire_config::McpApproval::Always);
+    assert_eq!(server.startup_timeout_secs, 30);
+    assert_eq!(server.call_timeout_secs, 120);
+    assert!(config.secret_env_names().contains(&"GITHUB_TOKEN"));
+    let default = Loader::default().load(&AgentSource::Builtin).unwrap();
+    assert!(default.mcp.servers.is_empty());
+}
+
+#[test]
+fn a_malformed_mcp_server_names_the_file_and_the_key() {
+    // Parse errors: located at the line, naming the key.
+    for (section, needle, words) in [
+        (
+            "\n[mcp.servers.x]\ncommand = \"srv\"\ncomand = \"srv\"\n",
+            "comand =",
+            &["comand"][..],
+        ),
+        (
+            "\n[mcp.servers.x]\ncommand = \"srv\"\napproval = \"sometimes\"\n",
+            "approval = \"sometimes",
+            &["sometimes", "first_use"][..],
+        ),
+        (
+            "\n[mcp.servers.x]\ncommand = \"srv\"\ncall_timeout_secs = \"soon\"\n",
+            "call_timeout_secs = \"soon",
+            &["\"soon\"", "u64"][..],
+        ),
+        (
+            "\n[mcp.servers.x]\nargs = []\n",
+            "[mcp.servers.x]",
+            &["command"][..],
+        ),
+    ] {
+        let (path, err, line) = load_with_mcp(section, needle);
+        assert!(
+            err.starts_with(&format!("{}:{line}:", path.display())),
+            "{section}: {err}"
+        );
+        for word in words {
+            assert!(err.contains(word), "{section}: {err}");
+        }
+    }
+    // Settings that parse but cannot work: the file and the full key.
+    for (section, key) in [
+        (
+            "\n[mcp.servers.x]\ncommand = \"  \"\n",
+            "`mcp.servers.x.command` is empty",
+        ),
+        (
+            "\n[mcp.servers.x]\ncommand = \"srv\"\nenv = [\"TOKEN=abc\"]\n",
+            "`mcp.servers.x.env` holds \"TOKEN=abc\"",
+        ),
+        (
+            "\n[mcp.servers.x]\ncommand = \"srv\"\nstartup_timeout_secs = 0\n",
+            "`mcp.servers.x.startup_timeout_secs` is 0",
+        ),
+        (
+            "\n[mcp.servers.a__b]\ncommand = \"srv\"\n",
+            "`mcp.servers.a__b`: a server name",
+        ),
+        (
+            "\n[mcp.servers.x]\ncommand = \"srv\"\nenabled_tools = [\"t\"]\ndisabled_tools = [\"t\"]\n",
+            "tool `t` is in both",
+        ),
+    ] {
+        let (path, err, _) = load_with_mcp(section, "[mcp.servers.");
+        assert!(
+            err.starts_with(&format!("{}: ", path.display())) && err.contains(key),
+            "{section}: {err}"
+        );
+    }
+}
+
+#[test]
+fn an_mcp_tool_file_may_override_only_words() {
+    let dir = scratch_agent();
+    let tool = dir.path().join("tools/github__create_issue.toml");
+    std::fs::write(
+        &tool,
+        "description = \"File an issue.\"\n[errors]\ntimeout = \"too slow\"\n",
+    )
+    .unwrap();
+    let config = Loader::default()
+        .load(&AgentSource::Dir(dir.path().into()))
+        .unwrap();
+    let text = &config.tools["github__create_issue"];
+    assert_eq!(text.description, "File an issue.");
+    assert_eq!(text.errors["timeout"], "too slow");
+
+    std::fs::write(
+        &tool,
+        "description = \"x\"\n[parameters]\ntype = \"object\"\n",
+    )
+    .unwrap();
+    let err = Loader::default()
+        .load(&AgentSource::Dir(dir.path().into()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("github__create_issue.toml") && err.contains("its server's"),
+        "{err}"
+    );
+
+    // A built-in tool's file still needs its description.
+    std::fs::remove_file(&tool).unwrap();
+    let read = dir.path().join("tools/read_file.toml");
+    let text = std::fs::read_to_string(&read).unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.starts_with("description"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&read, without).unwrap();
+    let err = Loader::default()
+        .load(&AgentSource::Dir(dir.path().into()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("read_file.toml") && err.contains("`description`"),
+        "{err}"
+    );
+}

@@ -104,6 +104,14 @@ pub trait Extension: Send + Sync {
         Vec::new()
     }
 
+    /// Tools whose words come with the extension instead of from
+    /// `tools/<name>.toml`: an MCP server names and describes its own, known
+    /// only once it has started. Declared after [`Extension::tools`], with
+    /// the same check that each tool has exactly one owner.
+    fn tool_specs(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
     async fn on_start(&self, _ctx: &mut Ctx) -> Result<(), CoreError> {
         Ok(())
     }
@@ -215,6 +223,17 @@ impl Agent {
                     parameters: text.parameters.clone(),
                 });
                 owner.insert(name.to_string(), index);
+            }
+            for spec in ext.tool_specs() {
+                if let Some(first) = owner.get(&spec.name) {
+                    return Err(CoreError::DuplicateTool {
+                        tool: spec.name,
+                        first: extensions[*first].name().to_string(),
+                        second: ext.name().to_string(),
+                    });
+                }
+                owner.insert(spec.name.clone(), index);
+                tools.push(spec);
             }
         }
         Ok(Agent {

@@ -14,7 +14,7 @@ use quire_workspace::{SessionCopy, run_command, unified_diff};
 use crate::approval::{Approver, Decision, ProposedChange};
 use crate::error::SessionError;
 use crate::home::DataHome;
-use crate::registry::{SessionParts, build_extensions};
+use crate::registry::{SessionParts, build_extensions, start_mcp};
 use crate::sink::StoreSink;
 use crate::workspace_info::WorkspaceInfo;
 
@@ -221,7 +221,7 @@ impl Runner {
         ctx.emit(EventKind::Sandbox { enforced, detail })?;
         let first = self.first_message(&info, &copy);
         ctx.push_user(MessageSource::Task, first)?;
-        let agent = self.agent(&id, &copy, &info, &options.approver)?;
+        let agent = self.agent(&id, &copy, &info, &options.approver).await?;
         agent.start(&mut ctx).await?;
         let mut live = Live {
             id,
@@ -281,7 +281,7 @@ impl Runner {
         ctx.iteration = row.totals.iterations;
         ctx.usage = row.totals.usage;
         ctx.tool_calls = row.totals.tool_calls;
-        let agent = self.agent(&row.id, &copy, &info, &options.approver)?;
+        let agent = self.agent(&row.id, &copy, &info, &options.approver).await?;
         agent.start(&mut ctx).await?;
         let mut live = Live {
             id: row.id.clone(),
@@ -295,13 +295,15 @@ impl Runner {
         self.drive(&mut live, &options).await
     }
 
-    fn agent(
+    async fn agent(
         &self,
         id: &SessionId,
         copy: &Arc<SessionCopy>,
         info: &WorkspaceInfo,
         approver: &Arc<dyn Approver>,
     ) -> Result<Agent, SessionError> {
+        let command_approver: Arc<dyn quire_tools::CommandApprover> =
+            Arc::new(crate::approval::CommandApproval(approver.clone()));
         let parts = SessionParts {
             copy: copy.clone(),
             test_command: info.test_command.clone(),
@@ -311,7 +313,8 @@ impl Runner {
             project: info.project.clone(),
             notes: self.notes.clone(),
             redactor: self.redactor.clone(),
-            command_approver: Arc::new(crate::approval::CommandApproval(approver.clone())),
+            command_approver: command_approver.clone(),
+            mcp: start_mcp(&self.config, copy, command_approver, self.redactor.clone()).await,
         };
         let extensions = build_extensions(&self.config, &parts)?;
         Ok(Agent::new(self.client.clone(), extensions, &self.config)?)

@@ -8,6 +8,7 @@ use quire_context::{
 use quire_core::Extension;
 use quire_core::extensions::ProtocolExtension;
 use quire_llm::ModelClient;
+use quire_mcp::McpExtension;
 use quire_notes::NotesPaths;
 use quire_recall::{NotesExtension, RETRIEVAL_TEXTS, RetrievalSettings};
 use quire_tools::{CommandApprover, CommandRunner, Finisher, TestRunner, WorkspaceTools};
@@ -27,6 +28,7 @@ pub const KNOWN_EXTENSIONS: &[&str] = &[
     "notes",
     "guidance",
     "commands",
+    quire_mcp::NAME,
 ];
 
 /// Extensions that reshape each request; `context` must come before them,
@@ -51,6 +53,7 @@ pub fn texts_by_extension() -> Vec<(&'static str, Vec<ToolTexts>)> {
 pub fn config_problems(config: &AgentConfig) -> Vec<String> {
     let mut problems = extension_list_problems(&config.extensions);
     problems.extend(missing_texts(config).iter().map(ToString::to_string));
+    problems.extend(missing_messages(config));
     // The note-taker is an agent of its own: its tools are not listed in
     // `extensions`, but it needs their words whenever notes are on.
     if config.notes.enabled {
@@ -76,6 +79,29 @@ fn missing_texts(config: &AgentConfig) -> Vec<MissingText> {
         .into_iter()
         .filter(|(extension, _)| config.extensions.iter().any(|e| e == extension))
         .flat_map(|(_, texts)| config.missing_tool_texts(&texts))
+        .collect()
+}
+
+/// The loop-level messages the listed extensions render and the config's
+/// `messages.toml` lacks (the `mcp` extension's tools are not known before
+/// their servers start, so its words are messages).
+fn missing_messages(config: &AgentConfig) -> Vec<String> {
+    if !config.extensions.iter().any(|e| e == quire_mcp::NAME) {
+        return Vec::new();
+    }
+    let file = match &config.dir {
+        Some(dir) => dir.join("messages.toml"),
+        None => PathBuf::from("<builtin default>/messages.toml"),
+    };
+    quire_mcp::MESSAGES
+        .iter()
+        .filter(|key| !config.messages.contains_key(**key))
+        .map(|key| {
+            format!(
+                "{}: no `{key}` (extension `mcp` renders it)",
+                file.display()
+            )
+        })
         .collect()
 }
 
@@ -107,8 +133,28 @@ pub struct SessionParts {
     pub notes: NotesPaths,
     /// Secrets never written into notes.
     pub redactor: Redactor,
-    /// Asked about `run_command` calls the policy does not settle.
+    /// Asked about `run_command` calls the policy does not settle, and
+    /// about MCP calls whose server's `approval` asks.
     pub command_approver: Arc<dyn CommandApprover>,
+    /// The session's MCP servers, started before the extensions are built
+    /// (starting is async; building is not). `None`: `mcp` is not listed.
+    pub mcp: Option<Arc<McpExtension>>,
+}
+
+/// Starts the MCP servers when the config lists the `mcp` extension, in
+/// the session copy; a server that fails is warned about, never fatal.
+pub async fn start_mcp(
+    config: &AgentConfig,
+    copy: &SessionCopy,
+    approver: Arc<dyn CommandApprover>,
+    redactor: Redactor,
+) -> Option<Arc<McpExtension>> {
+    if !config.extensions.iter().any(|e| e == quire_mcp::NAME) {
+        return None;
+    }
+    Some(Arc::new(
+        McpExtension::start(config, copy.root(), approver, redactor).await,
+    ))
 }
 
 /// Builds the extensions an agent config lists, in its order.
@@ -140,6 +186,13 @@ pub fn build_extensions(
                 "tests" => Arc::new(TestRunner::new(copy, parts.test_command.clone())),
                 "finish" => Arc::new(Finisher::new(copy)),
                 "commands" => Arc::new(CommandRunner::new(copy, parts.command_approver.clone())),
+                quire_mcp::NAME => match &parts.mcp {
+                    Some(mcp) => mcp.clone(),
+                    None => Arc::new(McpExtension::empty(
+                        parts.command_approver.clone(),
+                        parts.redactor.clone(),
+                    )),
+                },
                 "memory" => Arc::new(MemoryExtension::new(memory.clone())),
                 "notes" => Arc::new(NotesExtension::new(
                     parts.notes.clone(),

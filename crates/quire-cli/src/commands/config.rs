@@ -5,20 +5,40 @@ use anyhow::Result;
 use crate::cli::{ConfigCommand, GlobalArgs};
 use crate::client::load_agent;
 
-pub fn config(global: &GlobalArgs, cmd: ConfigCommand) -> Result<ExitCode> {
+pub async fn config(global: &GlobalArgs, cmd: ConfigCommand) -> Result<ExitCode> {
     match cmd {
-        ConfigCommand::Check { agent } => check(global, agent.as_deref()),
+        ConfigCommand::Check { agent } => check(global, agent.as_deref()).await,
     }
 }
 
 /// Validates an agent beyond parsing (the extension list, every text its
 /// tools render: the same check a session makes before it starts) and
 /// prints the resolved config.
-fn check(global: &GlobalArgs, agent: Option<&str>) -> Result<ExitCode> {
+async fn check(global: &GlobalArgs, agent: Option<&str>) -> Result<ExitCode> {
     let config = load_agent(global, agent)?;
-    let problems = quire_session::config_problems(&config);
+    let mut problems = quire_session::config_problems(&config);
+    // Each server is started once (here, in the current folder) to list
+    // its tools; one the listed `mcp` extension cannot reach is a problem.
+    let probes = quire_mcp::probe(&config, &std::env::current_dir()?).await;
+    let mcp_listed = config.extensions.iter().any(|e| e == quire_mcp::NAME);
+    if mcp_listed {
+        problems.extend(probes.iter().filter_map(|p| {
+            p.result
+                .as_ref()
+                .err()
+                .map(|why| format!("MCP server `{}` could not be reached: {why}", p.server))
+        }));
+    }
     if global.json {
-        let value = serde_json::json!({ "config": config, "problems": problems });
+        let mcp: Vec<serde_json::Value> = probes
+            .iter()
+            .map(|p| match &p.result {
+                Ok(tools) => serde_json::json!({ "server": p.server, "tools": tools }),
+                Err(why) => serde_json::json!({ "server": p.server, "error": why }),
+            })
+            .collect();
+        let value =
+            serde_json::json!({ "config": config, "mcp_servers": mcp, "problems": problems });
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         let source = config
@@ -38,6 +58,25 @@ fn check(global: &GlobalArgs, agent: Option<&str>) -> Result<ExitCode> {
             "tools: {}",
             config.tools.keys().cloned().collect::<Vec<_>>().join(", ")
         );
+        for probe in &probes {
+            match &probe.result {
+                Ok(tools) => {
+                    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+                    println!(
+                        "mcp server {}: {} tool(s): {}",
+                        probe.server,
+                        tools.len(),
+                        names.join(", ")
+                    );
+                }
+                Err(why) => println!("mcp server {}: could not be reached: {why}", probe.server),
+            }
+        }
+        if !probes.is_empty() && !mcp_listed {
+            println!(
+                "mcp servers are configured but `mcp` is not in `extensions`: sessions do not start them"
+            );
+        }
         println!(
             "system prompt: {} sections, {} chars",
             config.prompts.system.len(),

@@ -20,7 +20,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(&global, args).await,
         Command::Demo(args) => demo::demo(&global, args).await,
-        Command::Config(cmd) => config::config(&global, cmd),
+        Command::Config(cmd) => config::config(&global, cmd).await,
         Command::Models(cmd) => models::models(&global, cmd).await,
         Command::Sessions(cmd) => sessions::sessions(&global, cmd).await,
         Command::Eval(cmd) => eval::eval(&global, cmd).await,
