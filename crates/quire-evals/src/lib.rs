@@ -20,6 +20,7 @@ mod error;
 mod learning;
 mod metadata;
 mod notes_run;
+mod plan;
 mod report;
 mod runner;
 mod stats;
@@ -41,11 +42,9 @@ pub use notes_run::{
     NoteTaker, note_taker_config, notes_runner, notes_session_config, notes_tool_chars,
     prepare_run_notes,
 };
+pub use plan::{Category, NoProgress, Progress, RunPlan, SessionDriver, Settings, create_run};
 pub use report::{ReportTotals, RunReport, pct, secs, short_hash, tokens_text};
-pub use runner::{
-    Category, EvalRunner, NoProgress, Progress, RunEnd, RunPlan, SessionDriver, Settings,
-    create_run, tree_dir,
-};
+pub use runner::{EvalRunner, RunEnd, tree_dir};
 pub use stats::{paired_bootstrap, wilson_interval};
 pub use suite::{DEFAULT_EVALUATION_COMMAND, DEFAULT_SPLIT, SPLITS, Selection, Suite, Task};
 pub use tree::{TestRun, agent_view, apply_patch_file, install_evaluation, run_tests};

@@ -12,6 +12,7 @@
 pub mod copycheck;
 pub mod digest;
 mod error;
+pub mod evaluate;
 pub mod generation;
 pub mod history;
 pub mod improve;
