@@ -618,8 +618,10 @@ pub(crate) mod defaults {
     pub fn max_notes_shown() -> u32 {
         5
     }
+    /// A project map the note-taker keeps under ~2k characters fits whole,
+    /// so no `read_note`/`search_notes` schemas ride along for its rest.
     pub fn inline_chars() -> u32 {
-        1_500
+        2_500
     }
     /// Measured on the more-itertools eval prompts against notes of the
     /// kind the note-taker writes: related notes 19-72, unrelated ones of

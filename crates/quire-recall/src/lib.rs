@@ -30,6 +30,7 @@ mod texts {
         for key in [
             "notes_retrieved",
             "notes_retrieved_entry",
+            "notes_retrieved_entry_full",
             "notes_stale",
             "notes_error_hint",
             "notes_error_hint_inline",

@@ -295,8 +295,14 @@ impl NotesExtension {
                 .as_ref()
                 .map(|reason| render(config.message("notes_stale"), &[("reason", reason)]))
                 .unwrap_or_default();
+            let shown_whole = matches!(&entry.body, Some((_, false)));
+            let template = if shown_whole {
+                "notes_retrieved_entry_full"
+            } else {
+                "notes_retrieved_entry"
+            };
             let mut line = render(
-                config.message("notes_retrieved_entry"),
+                config.message(template),
                 &[
                     ("id", &hit.id),
                     ("kind", hit.kind.as_str()),

@@ -19,6 +19,7 @@ mod read;
 mod run_tests;
 mod search;
 mod state;
+mod symbols;
 #[cfg(test)]
 mod tests;
 mod util;

@@ -8,7 +8,10 @@ use serde_json::{Map, Value};
 
 use crate::paths::{Refusal, resolve};
 use crate::state::WorkspaceState;
-use crate::util::{content_hash, edit_distance, int_arg, number_lines, split_lines, str_arg, text};
+use crate::symbols::{self, Syntax, definitions};
+use crate::util::{
+    bool_arg, content_hash, edit_distance, int_arg, number_lines, split_lines, str_arg, text,
+};
 use crate::walk::{rel_string, walk};
 
 pub(crate) const TOOL: &str = "read_file";
@@ -24,6 +27,12 @@ pub(crate) const ERRORS: &[&str] = &[
     "offset_past_end",
     "outside",
     "suggestion",
+    "symbol_not_found",
+    "symbol_near",
+    "symbol_unsupported",
+    "symbol_also",
+    "outline_header",
+    "outline_none",
 ];
 
 pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) -> ToolOutput {
@@ -85,7 +94,24 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
     }
 
     let max = (config.limits.read_max_lines as usize).max(1);
-    let offset = int_arg(args, "offset").map_or(1, |o| (o as usize).max(1));
+    if bool_arg(args, "outline") == Some(true) {
+        return outline(&config, &file.rel, &lines);
+    }
+    let mut also = String::new();
+    let mut range = None;
+    if let Some(wanted) = str_arg(args, "symbol").filter(|s| !s.trim().is_empty()) {
+        match symbol_range(&config, &file.rel, &lines, wanted) {
+            Ok((start, end, others)) => {
+                range = Some((start, end));
+                also = others;
+            }
+            Err(refusal) => return refusal,
+        }
+    }
+    let offset = match range {
+        Some((start, _)) => start,
+        None => int_arg(args, "offset").map_or(1, |o| (o as usize).max(1)),
+    };
     if offset > total {
         return ToolOutput::error(text(
             &config,
@@ -98,13 +124,20 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
             ],
         ));
     }
-    let limit = match int_arg(args, "limit") {
-        Some(l) if l > 0 => (l as usize).min(max),
+    let limit = match (range, int_arg(args, "limit")) {
+        // A symbol is shown whole up to the read limit; `limit` is ignored.
+        (Some((start, end)), _) => (end + 1 - start).min(max),
+        (None, Some(l)) if l > 0 => (l as usize).min(max),
         _ => max,
     };
     let last = (offset + limit - 1).min(total);
     let mut out = number_lines(&lines[offset - 1..last], offset);
-    if last < total {
+    let block_cut = range.is_some_and(|(_, end)| last < end);
+    if !also.is_empty() {
+        out.push('\n');
+        out.push_str(&also);
+    }
+    if (range.is_none() || block_cut) && last < total {
         out.push('\n');
         out.push_str(&text(
             &config,
@@ -116,6 +149,98 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
                 ("total", &total.to_string()),
                 ("next", &(last + 1).to_string()),
             ],
+        ));
+    }
+    ToolOutput::ok(out.clone(), out)
+}
+
+/// The lines of the definition `wanted` names, and a line naming its
+/// other definitions (or nothing); the refusal when there is none.
+fn symbol_range(
+    config: &quire_config::AgentConfig,
+    rel: &str,
+    lines: &[&str],
+    wanted: &str,
+) -> Result<(usize, usize, String), ToolOutput> {
+    let Some(syntax) = Syntax::of(rel) else {
+        return Err(ToolOutput::error(text(
+            config,
+            TOOL,
+            "symbol_unsupported",
+            &[("path", rel), ("symbol", wanted)],
+        )));
+    };
+    let defs = definitions(lines, syntax);
+    let hits = symbols::find(&defs, wanted);
+    let Some(first) = hits.first() else {
+        let near = symbols::near(&defs, wanted, 8);
+        let near = if near.is_empty() {
+            String::new()
+        } else {
+            text(config, TOOL, "symbol_near", &[("names", &near.join(", "))])
+        };
+        return Err(ToolOutput::error(text(
+            config,
+            TOOL,
+            "symbol_not_found",
+            &[("path", rel), ("symbol", wanted), ("near", &near)],
+        )));
+    };
+    let others: Vec<String> = hits[1..]
+        .iter()
+        .map(|d| format!("{} ({}-{})", d.qualified, d.start, d.end))
+        .collect();
+    let also = if others.is_empty() {
+        String::new()
+    } else {
+        text(
+            config,
+            TOOL,
+            "symbol_also",
+            &[("symbol", wanted), ("others", &others.join(", "))],
+        )
+    };
+    Ok((first.start, first.end, also))
+}
+
+/// Most definitions an outline lists; a file with more shows the top-level
+/// ones only.
+const OUTLINE_MAX_ENTRIES: usize = 200;
+
+/// A file's definitions with their line ranges, methods under their class.
+fn outline(config: &quire_config::AgentConfig, rel: &str, lines: &[&str]) -> ToolOutput {
+    let defs = Syntax::of(rel)
+        .map(|syntax| definitions(lines, syntax))
+        .unwrap_or_default();
+    if defs.is_empty() {
+        let out = text(
+            config,
+            TOOL,
+            "outline_none",
+            &[("path", rel), ("total", &lines.len().to_string())],
+        );
+        return ToolOutput::ok(out.clone(), out);
+    }
+    let max_depth = if defs.len() > OUTLINE_MAX_ENTRIES {
+        0
+    } else {
+        1
+    };
+    let mut out = text(
+        config,
+        TOOL,
+        "outline_header",
+        &[("path", rel), ("total", &lines.len().to_string())],
+    );
+    for d in defs.iter().filter(|d| d.depth <= max_depth) {
+        out.push('\n');
+        out.push_str(&format!(
+            "{}{}-{} {} {}",
+            "  ".repeat(d.depth),
+            d.start,
+            d.end,
+            d.kind,
+            d.name
         ));
     }
     ToolOutput::ok(out.clone(), out)

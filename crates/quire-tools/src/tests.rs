@@ -1587,3 +1587,137 @@ fn every_text_key_used_is_published_and_in_the_default_config() {
         assert_eq!(config.missing_tool_texts(texts), Vec::new());
     }
 }
+
+// ------------------------------------------------- read_file symbol, outline
+
+const MODULE: &str = "\"\"\"A module.\"\"\"\n\n\nclass Seekable:\n    \"\"\"Doc.\n\nLong docstring line.\n\"\"\"\n\n    def __init__(self):\n        self.items = []\n\n    def elements(self):\n        return self.items\n\n\n@cache\ndef chunked(it, n):\n    if n < 0:\n        raise ValueError\n    return it\n\n\ndef chunked_even(it, n):\n    return it\n";
+
+#[tokio::test]
+async fn read_symbol_shows_one_definition_whole() {
+    let ws = workspace(&[("pkg/more.py", MODULE)]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "pkg/more.py", "symbol": "chunked"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert_eq!(
+        out.agent_view,
+        "17| @cache\n18| def chunked(it, n):\n19|     if n < 0:\n20|         raise ValueError\n21|     return it"
+    );
+
+    // A class with its docstring and methods; a method by qualified name.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "pkg/more.py", "symbol": "Seekable"}),
+    )
+    .await;
+    assert!(
+        out.agent_view.starts_with(" 4| class Seekable:"),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        out.agent_view.ends_with("14|         return self.items"),
+        "{}",
+        out.agent_view
+    );
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "pkg/more.py", "symbol": "Seekable.elements"}),
+    )
+    .await;
+    assert_eq!(
+        out.agent_view,
+        "13|     def elements(self):\n14|         return self.items"
+    );
+
+    // Unknown: close names are offered; not code: said so.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "pkg/more.py", "symbol": "chunk"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.agent_view.contains("chunked, chunked_even"),
+        "{}",
+        out.agent_view
+    );
+    let ws2 = workspace(&[("notes.txt", "chunked\n")]);
+    let out = call(
+        &tools(&ws2),
+        &mut ctx,
+        "read_file",
+        json!({"path": "notes.txt", "symbol": "chunked"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.agent_view.contains("offset and limit"),
+        "{}",
+        out.agent_view
+    );
+}
+
+#[tokio::test]
+async fn read_symbol_longer_than_the_limit_says_how_to_go_on() {
+    let body: String = (0..30).map(|i| format!("    x{i} = {i}\n")).collect();
+    let src = format!("def big():\n{body}\ndef after():\n    pass\n");
+    let ws = workspace(&[("m.py", &src)]);
+    let mut config = config();
+    config.limits.read_max_lines = 10;
+    let mut ctx = ctx_with(config);
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "m.py", "symbol": "big"}),
+    )
+    .await;
+    assert!(
+        out.agent_view.contains(" 1| def big():"),
+        "{}",
+        out.agent_view
+    );
+    assert!(out.agent_view.contains("offset=11"), "{}", out.agent_view);
+}
+
+#[tokio::test]
+async fn read_outline_lists_definitions_with_ranges() {
+    let ws = workspace(&[("pkg/more.py", MODULE)]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "pkg/more.py", "outline": true}),
+    )
+    .await;
+    assert!(!out.is_error);
+    let lines: Vec<&str> = out.agent_view.lines().skip(1).collect();
+    assert_eq!(
+        lines,
+        vec![
+            "4-14 class Seekable",
+            "  10-11 def __init__",
+            "  13-14 def elements",
+            "17-21 def chunked",
+            "24-25 def chunked_even"
+        ]
+    );
+    assert!(
+        out.agent_view.starts_with("pkg/more.py (25 lines)"),
+        "{}",
+        out.agent_view
+    );
+}

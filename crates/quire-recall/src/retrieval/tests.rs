@@ -437,6 +437,8 @@ async fn an_architecture_note_is_listed_for_any_task_of_its_project() {
     let list = added[0].text();
     assert!(list.contains(&map), "{list}");
     assert!(list.contains("A small Python package."), "{list}");
+    // Its whole text follows the entry, so the description is left out.
+    assert!(!list.contains("run with pytest"), "{list}");
     assert!(!list.contains(&f.hindsight), "{list}");
     // First among the project notes for a related task too.
     let (added, _) = started(&session(&f, "shop", RELATED_TASK)).await;
