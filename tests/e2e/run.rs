@@ -579,3 +579,36 @@ fn a_stalled_stream_is_retried_visibly_and_both_attempts_are_recorded() {
         "four steps, one of them sent twice"
     );
 }
+
+#[test]
+fn a_test_runner_that_is_not_installed_ends_the_session_with_the_cause_not_a_loop() {
+    let script = vec![
+        Reply::ToolCalls(vec![fix_negative(), call("run_tests", json!({}))]),
+        // Never asked for: the session ends at the failed run.
+        Reply::ToolCalls(vec![call("finish", json!({"summary": "unreachable"}))]),
+    ];
+    let env = Env::new(
+        "pricing",
+        ScriptedServer::start_blocking(Script::sequence(script)),
+    );
+    let original = read(&env.ws().join("src/pricing.py"));
+    let out = env.run(&[
+        "run",
+        env.ws().to_str().unwrap(),
+        "--yes",
+        "-c",
+        "tests.command=python3 -m quire_no_such_runner -q",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 1, "no model call after the runner failed");
+    let (row, _) = env.only_session();
+    assert_eq!(row.status.as_str(), "failed");
+    let outcome = row.outcome.unwrap();
+    assert!(
+        outcome.contains("No module named quire_no_such_runner")
+            && outcome.contains("tests.command"),
+        "{outcome}"
+    );
+    assert_eq!(read(&env.ws().join("src/pricing.py")), original);
+}

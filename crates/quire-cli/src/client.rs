@@ -148,8 +148,7 @@ fn needs_key(base_url: &str) -> bool {
 /// Masks the model key and the values of `notes.secret_env`; logs on
 /// stderr mask them from here on too.
 pub fn redactor(config: &AgentConfig) -> Redactor {
-    let mut redactor = Redactor::new();
-    redactor.add_env_secrets(config.secret_env_names());
+    let redactor = config.secret_redactor();
     crate::logging::add_redactor(&redactor);
     redactor
 }

@@ -486,6 +486,15 @@ impl AgentConfig {
         names
     }
 
+    /// A redactor masking the values of [`Self::secret_env_names`]: the one
+    /// constructor every part that writes what a model saw (store, notes,
+    /// logs) builds its masking from, so none of them misses a secret.
+    pub fn secret_redactor(&self) -> quire_types::Redactor {
+        let mut redactor = quire_types::Redactor::new();
+        redactor.add_env_secrets(self.secret_env_names());
+        redactor
+    }
+
     /// A tool's error template.
     pub fn tool_error(&self, tool: &str, key: &str) -> &str {
         self.tools

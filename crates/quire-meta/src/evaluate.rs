@@ -19,7 +19,6 @@ use quire_evals::{
 use quire_llm::ModelClient;
 use quire_session::{DataHome, Runner};
 use quire_store::{EvalResultRow, Store};
-use quire_types::Redactor;
 
 use crate::error::MetaError;
 use crate::generation::{GenerationMeta, RunRecord};
@@ -111,9 +110,7 @@ impl Evaluate for SuiteEvaluator {
         let runner = Runner::new(self.home.clone(), Arc::new(session_config), client)?;
         let store = runner.store();
         let run = {
-            let store = store
-                .lock()
-                .map_err(|_| MetaError::Invalid("the store lock is poisoned".into()))?;
+            let store = lock_store(&store)?;
             create_run(&store, &self.suite, &plan)?
         };
         let evals_dir = self.home.root().join("evals");
@@ -121,8 +118,7 @@ impl Evaluate for SuiteEvaluator {
         let learner = match (learner, &paths) {
             (Some(config), Some(paths)) => {
                 let client = (self.clients)(&config).map_err(MetaError::Model)?;
-                let mut redactor = Redactor::new();
-                redactor.add_env_secrets(config.secret_env_names());
+                let redactor = config.secret_redactor();
                 let taker = NoteTaker::new(&self.home.db_path(), config, paths, client, redactor)?;
                 Some(Arc::new(taker))
             }
@@ -145,9 +141,7 @@ impl Evaluate for SuiteEvaluator {
         let mut record =
             RunRecord::from_results(split, &run.id, &selection.tasks, repeat, &end.results);
         if notes.learns() {
-            let store = store
-                .lock()
-                .map_err(|_| MetaError::Invalid("the store lock is poisoned".into()))?;
+            let store = lock_store(&store)?;
             let mut distill_tokens = 0;
             for id in end
                 .results
@@ -198,4 +192,14 @@ pub(crate) fn notes_plan(
         .and_then(|b| meta.latest_learn_run(b))
         .map(|r| evaluator.run_notes(&r.run_id).display().to_string());
     NotesPlan::Learn { from }
+}
+
+/// The runner's shared store; a poisoned lock (a thread panicked while
+/// writing) is reported, not unwrapped.
+fn lock_store(
+    store: &std::sync::Mutex<Store>,
+) -> Result<std::sync::MutexGuard<'_, Store>, MetaError> {
+    store
+        .lock()
+        .map_err(|_| MetaError::Invalid("the store lock is poisoned".into()))
 }

@@ -90,8 +90,7 @@ impl Runner {
         client: Arc<dyn ModelClient>,
     ) -> Result<Runner, SessionError> {
         crate::registry::check_texts(&config)?;
-        let mut redactor = Redactor::new();
-        redactor.add_env_secrets(config.secret_env_names());
+        let redactor = config.secret_redactor();
         let store = Store::open(&home.db_path())?.with_redactor(redactor.clone());
         let notes = home.notes_paths(&config);
         Ok(Runner {

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use quire_config::AgentConfig;
-use quire_core::{Ctx, TestOutcome, ToolOutput};
+use quire_core::{Control, Ctx, TestOutcome, ToolOutput};
 use quire_types::TestPhase;
 
 use crate::state::{TestSummary, WorkspaceState};
@@ -22,6 +22,7 @@ pub(crate) const ERRORS: &[&str] = &[
     "failing",
     "no_command",
     "passed",
+    "runner_missing",
     "start_failed",
     "timeout",
 ];
@@ -56,6 +57,27 @@ pub(crate) async fn run(copy: &SessionCopy, command: Option<&str>, ctx: &mut Ctx
         }
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    // A runner that is not installed fails every run the same way, and no
+    // edit can fix it: the session ends here with the cause for the user,
+    // instead of the model going round run_tests and finish.
+    if let Some(detail) = runner_missing(command, &output.output, output.exit_code) {
+        tracing::warn!(command, %detail, "the test runner is not installed");
+        let message = text(
+            &config,
+            TOOL,
+            "runner_missing",
+            &[("command", command), ("error", &detail)],
+        );
+        let reason = format!(
+            "the test command `{command}` cannot run here ({detail}): install what it needs, \
+             or set tests.command, and run again"
+        );
+        return ToolOutput {
+            user_view: output.output,
+            ..ToolOutput::error(message)
+        }
+        .with_control(Control::Stop { reason });
+    }
     let digest = digest_test_output(&output.output, output.exit_code);
     let mut agent = render_digest(&config, &digest, output.exit_code, output.timed_out);
     // Did the tests the model added get collected? Say when the count moved.
@@ -127,6 +149,47 @@ pub(crate) async fn run(copy: &SessionCopy, command: Option<&str>, ctx: &mut Ctx
         user_view: output.output,
         ..out
     }
+}
+
+/// Why the test command's own runner could not run, when that is what its
+/// output says: the shell did not find the command (exit 127), or Python
+/// has no module for the runner the command names (`python -m pytest`,
+/// `pytest`). A missing module the project imports is the model's to fix
+/// and is not reported here.
+pub(crate) fn runner_missing(
+    command: &str,
+    output: &str,
+    exit_code: Option<i32>,
+) -> Option<String> {
+    if exit_code == Some(0) {
+        return None;
+    }
+    if exit_code == Some(127) {
+        let line = output
+            .lines()
+            .map(str::trim)
+            .find(|l| l.contains("not found"))
+            .unwrap_or("command not found");
+        return Some(line.to_string());
+    }
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let mut runners: Vec<&str> = words
+        .windows(2)
+        .filter(|w| w[0] == "-m")
+        .map(|w| w[1])
+        .collect();
+    if let Some(first) = words.first() {
+        runners.push(first.rsplit('/').next().unwrap_or(first));
+    }
+    output.lines().map(str::trim).find_map(|line| {
+        let (_, module) = line.split_once("No module named ")?;
+        let module = module.trim().trim_matches(|c| c == '\'' || c == '"');
+        let top = module.split('.').next().unwrap_or(module);
+        runners
+            .iter()
+            .any(|r| *r == module || *r == top)
+            .then(|| format!("No module named {module}"))
+    })
 }
 
 /// How many tests a run counted, when its summary said.

@@ -1351,6 +1351,85 @@ async fn run_tests_times_out() {
 }
 
 #[tokio::test]
+async fn a_test_runner_that_is_not_installed_stops_the_session_with_the_cause() {
+    let ws = workspace(PYTEST_PROJECT);
+    let mut ctx = ctx();
+    // A runner module that does not exist, the way a missing pytest fails.
+    let runner = TestRunner::new(
+        ws.copy.clone(),
+        Some("python3 -m quire_no_such_runner -q".into()),
+    );
+    let out = call(&runner, &mut ctx, "run_tests", json!({})).await;
+    assert!(out.is_error);
+    assert!(
+        out.agent_view
+            .starts_with(prefix_of(&err_text(&ctx, "run_tests", "runner_missing"))),
+        "{}",
+        out.agent_view
+    );
+    match &out.control {
+        quire_core::Control::Stop { reason } => assert!(
+            reason.contains("No module named quire_no_such_runner")
+                && reason.contains("python3 -m quire_no_such_runner"),
+            "{reason}"
+        ),
+        other => panic!("the session goes on: {other:?}"),
+    }
+
+    // A shell that finds no such command: the same.
+    let runner = TestRunner::new(ws.copy.clone(), Some("quire-no-such-command".into()));
+    let out = call(&runner, &mut ctx, "run_tests", json!({})).await;
+    assert!(
+        matches!(out.control, quire_core::Control::Stop { .. }),
+        "{out:?}"
+    );
+
+    // A module the project's code imports is the model's to fix: the run
+    // is reported as failing tests and the session goes on.
+    std::fs::write(ws.root.join("calc.py"), "import quire_missing_dep\n").unwrap();
+    let runner = TestRunner::new(
+        ws.copy.clone(),
+        Some("python3 -m pytest -q -p no:cacheprovider".into()),
+    );
+    let out = call(&runner, &mut ctx, "run_tests", json!({})).await;
+    assert_eq!(
+        out.control,
+        quire_core::Control::Continue,
+        "{}",
+        out.agent_view
+    );
+}
+
+#[test]
+fn runner_missing_names_only_the_commands_own_runner() {
+    use crate::run_tests::runner_missing;
+    let cmd = "python -m pytest -q";
+    assert_eq!(
+        runner_missing(cmd, "/usr/bin/python: No module named pytest\n", Some(1)).as_deref(),
+        Some("No module named pytest")
+    );
+    assert_eq!(
+        runner_missing(
+            "pytest -x",
+            "E   ModuleNotFoundError: No module named 'pytest'",
+            Some(1)
+        )
+        .as_deref(),
+        Some("No module named pytest")
+    );
+    assert_eq!(
+        runner_missing(
+            cmd,
+            "E   ModuleNotFoundError: No module named 'requests'",
+            Some(1)
+        ),
+        None
+    );
+    assert_eq!(runner_missing(cmd, "No module named pytest", Some(0)), None);
+    assert!(runner_missing("make test", "sh: 1: make: not found", Some(127)).is_some());
+}
+
+#[tokio::test]
 async fn run_tests_without_command() {
     let ws = workspace(&[]);
     let mut ctx = ctx();
