@@ -101,6 +101,9 @@ struct Step {
     resolution: Option<String>,
     /// A step that is not a tool call (feedback, post-apply tests).
     event: bool,
+    /// The model reply that made the call (1-based; 0 for events): the
+    /// note-taker tells one batched reply from several.
+    reply: u32,
 }
 
 /// Builds the digest text of one session from its events.
@@ -112,10 +115,12 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
     let mut thought: Option<String> = None;
     let mut diff: Option<(String, Vec<String>)> = None;
     let mut approval: Option<String> = None;
+    let mut reply = 0;
 
     for event in events {
         match &event.kind {
             EventKind::ModelResponse { content, .. } => {
+                reply += 1;
                 let text = one_line(content);
                 thought = (!text.is_empty()).then(|| cap(&text, limits.thought));
             }
@@ -133,6 +138,7 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
                     outcome: Outcome::Pending,
                     resolution: None,
                     event: false,
+                    reply,
                 });
             }
             EventKind::TestRun {
@@ -170,6 +176,7 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
                         outcome,
                         resolution: None,
                         event: true,
+                        reply: 0,
                     });
                 }
             }
@@ -207,6 +214,7 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
                     outcome: Outcome::Ok,
                     resolution: None,
                     event: true,
+                    reply: 0,
                 });
             }
             EventKind::Patch { diff: d, files } => {
@@ -227,6 +235,7 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
                     outcome: Outcome::Ok,
                     resolution: None,
                     event: true,
+                    reply: 0,
                 });
             }
             EventKind::Error { message } => {
@@ -238,6 +247,7 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
                     outcome: Outcome::Error(cap(message, limits.error)),
                     resolution: None,
                     event: true,
+                    reply: 0,
                 });
             }
             _ => {}
@@ -363,6 +373,7 @@ fn render_steps(steps: &[Step], max: usize) -> String {
     let keep = kept_steps(steps, max);
     let mut out = String::new();
     let mut elided = 0;
+    let mut last_reply = 0;
     for (i, step) in steps.iter().enumerate() {
         if !keep[i] {
             elided += 1;
@@ -371,6 +382,10 @@ fn render_steps(steps: &[Step], max: usize) -> String {
         if elided > 0 {
             let _ = writeln!(out, "   … {elided} uneventful step(s) …");
             elided = 0;
+        }
+        if step.reply != 0 && step.reply != last_reply {
+            let _ = writeln!(out, "model reply {}:", step.reply);
+            last_reply = step.reply;
         }
         if let Some(t) = &step.thought {
             let _ = writeln!(out, "   ({t})");

@@ -1,5 +1,6 @@
 use super::*;
 use quire_types::{ToolCall, ToolResultViews, Usage};
+use serde_json::json;
 
 pub(crate) const TEMPLATE: &str = "project {project}: {status} ({outcome})\ntests {tests}\nTASK\n{task}\nSTEPS\n{steps}\nNOTES\n{notes}\nDIFF\n{diff}";
 
@@ -270,4 +271,53 @@ fn args_are_short() {
         "q=aaaaa [… 10 characters cut]"
     );
     assert_eq!(short_args("not json", 20), "not json");
+}
+
+#[test]
+fn steps_are_grouped_by_the_model_reply_that_made_them() {
+    // Two reads in one reply, then an edit in the next: the note-taker
+    // must see that the reads were one batch.
+    let mut events = vec![ev(EventKind::ModelResponse {
+        iteration: 1,
+        content: String::new(),
+        tool_calls: vec![
+            ToolCall::new("a", "read_file", json!({"path": "a.py"}).to_string()),
+            ToolCall::new("b", "read_file", json!({"path": "b.py"}).to_string()),
+        ],
+        usage: Usage::default(),
+        duration_ms: 1,
+        model: "m".into(),
+    })];
+    for (id, path) in [("a", "a.py"), ("b", "b.py")] {
+        events.push(ev(EventKind::ToolCallStarted {
+            call_id: id.into(),
+            name: "read_file".into(),
+            arguments: json!({ "path": path }).to_string(),
+        }));
+        events.push(result(id, "read_file", "text", false));
+    }
+    events.extend(call(
+        "c",
+        "edit_file",
+        json!({"path": "a.py", "old": "x", "new": "y"}),
+    ));
+    events.push(result("c", "edit_file", "ok", false));
+    let text = digest(&events, &options());
+    let steps: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "STEPS")
+        .skip(1)
+        .take_while(|l| *l != "NOTES")
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "model reply 1:",
+            "1. read_file(path=a.py)",
+            "2. read_file(path=b.py)",
+            "model reply 2:",
+            "3. edit_file(new=y, old=x, path=a.py)",
+        ],
+        "{text}"
+    );
 }
