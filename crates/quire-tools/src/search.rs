@@ -324,11 +324,17 @@ fn with_following_lines(
             if first > lines.len() {
                 continue;
             }
+            let continues = block_continues(&lines, first, last);
+            let last = if continues {
+                complete_items_end(&lines, first, last)
+            } else {
+                last
+            };
             let mut block = format!(
                 "{rel}:{first}-{last}\n{}",
                 crate::util::number_lines(&lines[first - 1..last], first)
             );
-            if block_continues(&lines, first, last) {
+            if continues {
                 block.push('\n');
                 block.push_str(&text(
                     config,
@@ -359,6 +365,46 @@ fn block_continues(lines: &[&str], first: usize, last: usize) -> bool {
         .skip(last)
         .find(|l| !l.trim().is_empty())
         .is_some_and(|next| indent(next) > indent(head))
+}
+
+/// Where a window that ends inside the hit's block should end so that it
+/// shows only whole inner definitions: before the last method (with its
+/// decorators) that the window would cut, when one starts after the hit.
+/// Players took a window ending mid-method for the method's end and put
+/// new tests inside it.
+fn complete_items_end(lines: &[&str], first: usize, last: usize) -> usize {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let Some(head) = lines.get(first.saturating_sub(1)) else {
+        return last;
+    };
+    let head_indent = indent(head);
+    let Some(mut cut) = (first + 1..=last).rev().find(|&n| {
+        let line = lines[n - 1];
+        !line.trim().is_empty() && indent(line) > head_indent && starts_definition(line)
+    }) else {
+        return last;
+    };
+    while cut - 1 > first && lines[cut - 2].trim_start().starts_with('@') {
+        cut -= 1;
+    }
+    let mut end = cut - 1;
+    while end > first && lines[end - 1].trim().is_empty() {
+        end -= 1;
+    }
+    if end > first { end } else { last }
+}
+
+/// Whether a line opens a definition (Python, Rust, JavaScript, Go).
+fn starts_definition(line: &str) -> bool {
+    let text = line.trim_start();
+    let text = text
+        .strip_prefix("pub(crate) ")
+        .or_else(|| text.strip_prefix("pub "))
+        .or_else(|| text.strip_prefix("async "))
+        .unwrap_or(text);
+    ["def ", "class ", "fn ", "function ", "func ", "@"]
+        .iter()
+        .any(|k| text.starts_with(k))
 }
 
 /// The hit line as it is in the file (indentation kept, so a hit can be

@@ -456,6 +456,26 @@ async fn search_with_after_says_when_the_block_goes_on() {
 }
 
 #[tokio::test]
+async fn search_with_after_ends_before_a_method_it_would_cut() {
+    let code = "class T:\n    def test_a(self):\n        x = 1\n        assert x\n\n    @mark\n    def test_b(self):\n        y = 2\n        z = 3\n        assert y < z\n";
+    let ws = workspace(&[("t.py", code)]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "class T", "after": 7}),
+    )
+    .await;
+    // Lines 1-8 would end inside test_b: the window stops after test_a.
+    assert_eq!(
+        out.agent_view,
+        "t.py:1-4\n1| class T:\n2|     def test_a(self):\n3|         x = 1\n4|         assert x\n\
+         (… the block goes on after line 4: read_file t.py with offset 5 for the rest)"
+    );
+}
+
+#[tokio::test]
 async fn search_literal_vs_regex() {
     let ws = workspace(&[("a.py", "x = a.c\ny = abc\n")]);
     let mut ctx = ctx();
