@@ -1,12 +1,13 @@
 //! `search`: `path:line:text` hits for a literal or a regex, honouring
 //! `.gitignore`.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
-use grep_searcher::{BinaryDetection, SearcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::overrides::OverrideBuilder;
 use quire_config::AgentConfig;
 use quire_core::ToolOutput;
@@ -14,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::paths::{Refusal, Resolved};
 use crate::util::{bool_arg, str_arg, text};
-use crate::walk::{rel_string, walk};
+use crate::walk::{rel_string, walk_each};
 
 pub const TOOL: &str = "search";
 /// The `[errors]` keys this tool renders (checked when a config loads).
@@ -31,12 +32,63 @@ pub(crate) const ERRORS: &[&str] = &[
     "outside",
     "truncated",
 ];
+/// A searcher as both passes use it: binary files (a NUL byte) left at the
+/// first one; line numbers only where hits are shown (counting the lines
+/// of every file is work the counting pass does not need).
+fn searcher(line_numbers: bool) -> Searcher {
+    SearcherBuilder::new()
+        .line_number(line_numbers)
+        .binary_detection(BinaryDetection::quit(0))
+        .build()
+}
+
+/// `path` opened for a search, unless it is over [`MAX_FILE_BYTES`] (one
+/// `fstat` on the open file rather than a `stat` of the path, then the open).
+fn open_small(path: &Path) -> std::io::Result<File> {
+    let file = File::open(path)?;
+    if file.metadata()?.len() > MAX_FILE_BYTES {
+        return Err(std::io::Error::other("over the size limit"));
+    }
+    Ok(file)
+}
+
+/// How many lines of `path` match (0 for a file that cannot be searched).
+/// No hit text is made here: most files have none, and a common pattern's
+/// hundreds of thousands would only be dropped past the cap.
+fn count_hits(searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path) -> usize {
+    let mut count = CountLines(0);
+    let result = open_small(path).and_then(|f| searcher.search_file(matcher, &f, &mut count));
+    if let Err(err) = result {
+        tracing::debug!(file = %path.display(), %err, "search skipped a file");
+    }
+    count.0
+}
+
+/// A sink that counts matching lines, as the hit pass's `Lossy` sink sees
+/// them (one call per matching line).
+struct CountLines(usize);
+
+impl Sink for CountLines {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, _: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
+        self.0 += 1;
+        Ok(true)
+    }
+}
+
 /// Longest hit text shown; longer lines are cut around the match.
 const HIT_CHARS: usize = 200;
 /// The task's own files at the workspace root (Ark layout): `prompt.txt`,
 /// and `metadata.json` beside it. The model already has the task, so hits
 /// in them are noise.
-fn is_task_file(root: &Path, rel: &str) -> bool {
+fn is_task_file(root: &Path, path: &Path) -> bool {
+    // The name first: this runs for every file of the walk.
+    let name = path.file_name();
+    if name != Some("prompt.txt".as_ref()) && name != Some("metadata.json".as_ref()) {
+        return false;
+    }
+    let rel = rel_string(root, path);
     rel == "prompt.txt" || (rel == "metadata.json" && root.join("prompt.txt").is_file())
 }
 /// Most lines `after` may ask for per hit: a long function, not a file.
@@ -137,33 +189,57 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
             ));
         }
     };
-    let files: Vec<PathBuf> = if meta.is_dir() {
-        let overrides = match &req.glob {
-            None => None,
-            Some(glob) => {
-                let built = OverrideBuilder::new(&req.root)
-                    .add(glob)
-                    .and_then(|b| b.build());
-                match built {
-                    Ok(o) => Some(o),
-                    Err(err) => {
-                        return ToolOutput::error(text(
-                            config,
-                            TOOL,
-                            "bad_glob",
-                            &[("glob", glob), ("error", &err.to_string())],
-                        ));
-                    }
+    let overrides = match (&req.glob, meta.is_dir()) {
+        (Some(glob), true) => {
+            let built = OverrideBuilder::new(&req.root)
+                .add(glob)
+                .and_then(|b| b.build());
+            match built {
+                Ok(o) => Some(o),
+                Err(err) => {
+                    return ToolOutput::error(text(
+                        config,
+                        TOOL,
+                        "bad_glob",
+                        &[("glob", glob), ("error", &err.to_string())],
+                    ));
                 }
             }
-        };
-        walk(&req.root, &target.abs, None, overrides)
-            .into_iter()
-            .filter(|f| !f.is_dir)
-            .map(|f| f.path)
-            .collect()
+        }
+        _ => None,
+    };
+    // First, on every core: which files have hits and how many, in path
+    // order (the sorted walk's order), so the output does not depend on
+    // which thread got there first.
+    let with_hits: Vec<(PathBuf, usize)> = if meta.is_dir() {
+        let root = req.root.as_path();
+        let mut found: Vec<(PathBuf, usize)> = walk_each(
+            root,
+            &target.abs,
+            None,
+            overrides,
+            || (searcher(false), Vec::new()),
+            |(searcher, found): &mut (Searcher, Vec<(PathBuf, usize)>), entry| {
+                if entry.file_type().is_some_and(|t| t.is_dir()) || is_task_file(root, entry.path())
+                {
+                    return;
+                }
+                let n = count_hits(searcher, &matcher, entry.path());
+                if n > 0 {
+                    found.push((entry.into_path(), n));
+                }
+            },
+        )
+        .into_iter()
+        .flat_map(|(_, found)| found)
+        .collect();
+        found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        found
+    } else if is_task_file(&req.root, &target.abs) {
+        Vec::new()
     } else {
-        vec![target.abs.clone()]
+        let n = count_hits(&mut searcher(false), &matcher, &target.abs);
+        vec![(target.abs.clone(), n)]
     };
 
     let mut max_hits = config.limits.search_max_hits as usize;
@@ -188,45 +264,41 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
     // Files with hits past the cap, and how many: the model can aim a
     // second search at them instead of guessing.
     let mut cut: Vec<(String, usize)> = Vec::new();
-    let mut searcher = SearcherBuilder::new()
-        .line_number(true)
-        .binary_detection(BinaryDetection::quit(0))
-        .build();
-    for file in &files {
-        if std::fs::metadata(file)
-            .map(|m| m.len() > MAX_FILE_BYTES)
-            .unwrap_or(true)
-        {
-            continue;
-        }
+    let mut searcher = searcher(true);
+    // Then the hit lines, from the first files in order until enough are
+    // gathered (a handful of files searched again); the rest only count.
+    for (file, counted) in &with_hits {
         let rel = rel_string(&req.root, file);
-        if is_task_file(&req.root, &rel) {
-            continue;
-        }
-        let before = total;
         let shown_before = hits.len();
-        let mut numbers = Vec::new();
-        let result = searcher.search_path(
-            &matcher,
-            file,
-            Lossy(|line_number, line| {
-                total += 1;
-                if hits.len() < gather {
-                    hits.push(format!("{rel}:{line_number}:{}", hit_text(&matcher, line)));
-                    numbers.push(line_number);
-                }
-                Ok(true)
-            }),
-        );
-        if req.after > 0 && !numbers.is_empty() {
-            hit_lines.push((file.clone(), rel.clone(), numbers));
+        let mut found = *counted;
+        if hits.len() < gather {
+            found = 0;
+            let mut numbers = Vec::new();
+            let result = open_small(file).and_then(|f| {
+                searcher.search_file(
+                    &matcher,
+                    &f,
+                    Lossy(|line_number, line| {
+                        found += 1;
+                        if hits.len() < gather {
+                            hits.push(format!("{rel}:{line_number}:{}", hit_text(&matcher, line)));
+                            numbers.push(line_number);
+                        }
+                        Ok(true)
+                    }),
+                )
+            });
+            if let Err(err) = result {
+                tracing::debug!(file = %file.display(), %err, "search skipped a file");
+            }
+            if req.after > 0 && !numbers.is_empty() {
+                hit_lines.push((file.clone(), rel.clone(), numbers));
+            }
         }
-        if let Err(err) = result {
-            tracing::debug!(file = %file.display(), %err, "search skipped a file");
-        }
-        if total > before {
+        if found > 0 {
+            total += found;
             files_hit += 1;
-            per_file.push((rel, hits.len() - shown_before, total - before));
+            per_file.push((rel, hits.len() - shown_before, found));
         }
     }
     if total > gather {

@@ -659,6 +659,68 @@ async fn search_cap_counts_what_was_cut_and_no_hit_is_not_an_error() {
 }
 
 #[tokio::test]
+async fn search_shows_hits_in_sorted_walk_order_whoever_walked_them() {
+    // The walk runs on several threads; hits still come in the order of a
+    // sorted walk (a folder's contents right after it, names by bytes).
+    let ws = workspace(&[
+        ("m.txt", "hit\n"),
+        ("a.txt", "hit\n"),
+        ("a-b.txt", "hit\n"),
+        ("z/y.txt", "hit\n"),
+        ("a/c/d.txt", "hit\n"),
+        ("a/b.txt", "hit\n"),
+        ("B.txt", "hit\n"),
+    ]);
+    let mut ctx = ctx();
+    let expected = "B.txt:1:hit\na/b.txt:1:hit\na/c/d.txt:1:hit\na-b.txt:1:hit\na.txt:1:hit\nm.txt:1:hit\nz/y.txt:1:hit";
+    for _ in 0..10 {
+        let out = call(&tools(&ws), &mut ctx, "search", json!({"pattern": "hit"})).await;
+        assert_eq!(out.agent_view, expected);
+    }
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "hit", "path": "a"}),
+    )
+    .await;
+    assert_eq!(out.agent_view, "a/b.txt:1:hit\na/c/d.txt:1:hit");
+
+    // Past the cap: the first files in that order are shown, the next
+    // ones are named in order.
+    let files: Vec<(String, String)> = (0..6)
+        .flat_map(|d| (0..10).map(move |f| (format!("d{d}/f{f:02}.txt"), "hit\n".to_string())))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let ws = workspace(&refs);
+    let mut config = config();
+    config.limits.search_max_hits = 10;
+    let mut ctx = ctx_with(config);
+    let out = call(&tools(&ws), &mut ctx, "search", json!({"pattern": "hit"})).await;
+    let lines: Vec<&str> = out.agent_view.lines().collect();
+    let shown: Vec<String> = (0..10).map(|f| format!("d0/f{f:02}.txt:1:hit")).collect();
+    assert_eq!(lines[..10], shown[..], "{}", out.agent_view);
+    let rest: Vec<String> = (0..10)
+        .map(|f| format!("d1/f{f:02}.txt (1)"))
+        .chain(["and 40 more files".to_string()])
+        .collect();
+    let expected = quire_config::render(
+        &err_text(&ctx, "search", "truncated"),
+        &[
+            ("cut", "50"),
+            ("shown", "10"),
+            ("total", "60"),
+            ("files", "60"),
+            ("rest", &rest.join(", ")),
+        ],
+    );
+    assert_eq!(lines[10], expected);
+}
+
+#[tokio::test]
 async fn search_cuts_long_lines_around_the_match() {
     let line = format!("{}NEEDLE{}\n", "a".repeat(500), "b".repeat(500));
     let ws = workspace(&[("min.js", &line)]);
