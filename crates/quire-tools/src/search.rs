@@ -441,9 +441,9 @@ fn block_continues(lines: &[&str], first: usize, last: usize) -> bool {
 
 /// Where a window that ends inside the hit's block should end so that it
 /// shows only whole inner definitions: before the last method (with its
-/// decorators) that the window would cut, when one starts after the hit.
-/// Players took a window ending mid-method for the method's end and put
-/// new tests inside it.
+/// decorators) that the window would cut, when one starts after the hit
+/// and at most half the window goes. Players took a window ending
+/// mid-method for the method's end and put new tests inside it.
 fn complete_items_end(lines: &[&str], first: usize, last: usize) -> usize {
     let indent = |l: &str| l.len() - l.trim_start().len();
     let Some(head) = lines.get(first.saturating_sub(1)) else {
@@ -463,7 +463,14 @@ fn complete_items_end(lines: &[&str], first: usize, last: usize) -> usize {
     while end > first && lines[end - 1].trim().is_empty() {
         end -= 1;
     }
-    if end > first { end } else { last }
+    // A short window keeps its partial method: cut back to the hit line
+    // and little else, it would show less than the model asked to see.
+    let shown = last + 1 - first;
+    if end > first && (last - end) * 2 <= shown {
+        end
+    } else {
+        last
+    }
 }
 
 /// Whether a line opens a definition (Python, Rust, JavaScript, Go).

@@ -473,6 +473,26 @@ async fn search_with_after_ends_before_a_method_it_would_cut() {
         "t.py:1-4\n1| class T:\n2|     def test_a(self):\n3|         x = 1\n4|         assert x\n\
          (… the block goes on after line 4: read_file t.py with offset 5 for the rest)"
     );
+    // A window mostly inside one long method keeps it: cutting back would
+    // show little more than the hit.
+    let long = format!(
+        "class U:\n    def a(self):\n        pass\n    def b(self):\n{}",
+        "        step()\n".repeat(12)
+    );
+    std::fs::write(ws.root.join("u.py"), long).unwrap();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "class U", "after": 9}),
+    )
+    .await;
+    assert!(
+        out.agent_view.starts_with("u.py:1-10\n")
+            && out.agent_view.contains("goes on after line 10"),
+        "{}",
+        out.agent_view
+    );
 }
 
 #[tokio::test]
