@@ -91,15 +91,7 @@ pub(crate) fn walk(
     max_depth: Option<usize>,
     overrides: Option<Override>,
 ) -> Vec<Found> {
-    if start != root
-        && let Ok(rel) = start.strip_prefix(root)
-    {
-        let base = rel.components().count();
-        let mut b = builder(root, root, Some(start.to_path_buf()));
-        b.max_depth(max_depth.map(|d| d + base));
-        if let Some(o) = overrides.clone() {
-            b.overrides(o);
-        }
+    if let Some((b, base)) = scoped_builder(root, start, max_depth, overrides.as_ref()) {
         let mut saw_start = false;
         let mut out = Vec::new();
         for entry in b.build().flatten() {
@@ -113,12 +105,8 @@ pub(crate) fn walk(
             return out;
         }
     }
-    let mut b = builder(start, root, None);
-    b.max_depth(max_depth);
-    if let Some(o) = overrides {
-        b.overrides(o);
-    }
-    b.build()
+    plain_builder(root, start, max_depth, overrides)
+        .build()
         .flatten()
         .filter(|e| e.depth() > 0)
         .map(found)
@@ -146,15 +134,7 @@ where
     V: Fn(&mut S, DirEntry) + Sync,
 {
     let states = Mutex::new(Vec::new());
-    if start != root
-        && let Ok(rel) = start.strip_prefix(root)
-    {
-        let base = rel.components().count();
-        let mut b = builder(root, root, Some(start.to_path_buf()));
-        b.max_depth(max_depth.map(|d| d + base));
-        if let Some(o) = overrides.clone() {
-            b.overrides(o);
-        }
+    if let Some((b, base)) = scoped_builder(root, start, max_depth, overrides.as_ref()) {
         let saw_start = AtomicBool::new(false);
         let keep = |state: &mut S, entry: DirEntry| {
             if entry.path() == start {
@@ -172,22 +152,56 @@ where
             return states.into_inner().unwrap_or_else(PoisonError::into_inner);
         }
     }
-    let mut b = builder(start, root, None);
-    b.max_depth(max_depth);
-    if let Some(o) = overrides {
-        b.overrides(o);
-    }
     let keep = |state: &mut S, entry: DirEntry| {
         if entry.depth() > 0 {
             visit(state, entry);
         }
     };
-    b.build_parallel().visit(&mut Visitors {
-        make: &make,
-        visit: &keep,
-        states: &states,
-    });
+    plain_builder(root, start, max_depth, overrides)
+        .build_parallel()
+        .visit(&mut Visitors {
+            make: &make,
+            visit: &keep,
+            states: &states,
+        });
     states.into_inner().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// For a `start` below `root`: a walk from `root` limited to `start` (so
+/// the ignore files between them apply), with the depth of `start`, which
+/// the walks use to drop `start` itself and count `max_depth` from it.
+/// `None` when `start` is `root` or not under it.
+fn scoped_builder(
+    root: &Path,
+    start: &Path,
+    max_depth: Option<usize>,
+    overrides: Option<&Override>,
+) -> Option<(WalkBuilder, usize)> {
+    if start == root {
+        return None;
+    }
+    let base = start.strip_prefix(root).ok()?.components().count();
+    let mut b = builder(root, root, Some(start.to_path_buf()));
+    b.max_depth(max_depth.map(|d| d + base));
+    if let Some(o) = overrides {
+        b.overrides(o.clone());
+    }
+    Some((b, base))
+}
+
+/// A walk from `start` itself, `max_depth` levels deep.
+fn plain_builder(
+    root: &Path,
+    start: &Path,
+    max_depth: Option<usize>,
+    overrides: Option<Override>,
+) -> WalkBuilder {
+    let mut b = builder(start, root, None);
+    b.max_depth(max_depth);
+    if let Some(o) = overrides {
+        b.overrides(o);
+    }
+    b
 }
 
 /// Makes one [`Visitor`] per walking thread.
