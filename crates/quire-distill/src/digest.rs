@@ -471,20 +471,14 @@ fn notes_used(facts: &SessionFacts) -> String {
     }
 }
 
-/// Indented block, so error text cannot be mistaken for structure.
-/// The first `path:line:text` hits of a search result, each capped, and
+/// The first `path:line:text` hits of a search result (with the scope a
+/// hit is in, so the note-taker copies real class names), each capped, and
 /// how many more there were (other lines, such as a cap notice, are not
 /// hits and are left out).
 fn search_hits(agent_view: &str, limits: &DigestLimits) -> Outcome {
     let hits: Vec<&str> = agent_view
         .lines()
-        .filter(|l| {
-            let mut parts = l.splitn(3, ':');
-            parts.next().is_some_and(|p| !p.is_empty())
-                && parts
-                    .next()
-                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        })
+        .filter(|l| quire_tools::search_hit_location(l).is_some())
         .collect();
     if hits.is_empty() {
         return Outcome::Ok;

@@ -39,6 +39,7 @@ pub use list::render_tree;
 /// The code search tool's name, for readers of trajectories (the digest
 /// shows what a search found).
 pub use search::TOOL as SEARCH_TOOL;
+pub use search::hit_location as search_hit_location;
 
 /// The texts of one tool of this crate.
 const fn texts(tool: &'static str, errors: &'static [&'static str]) -> ToolTexts {

@@ -1,6 +1,10 @@
 //! `search`: `path:line:text` hits for a literal or a regex, honouring
-//! `.gitignore`.
+//! `.gitignore`; a hit inside a function or class names it
+//! (`path:line (in Class.method):text`), so the model knows which
+//! definition to read or which test class to extend without reading the
+//! file around the hit.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -14,6 +18,7 @@ use quire_core::ToolOutput;
 use serde_json::{Map, Value};
 
 use crate::paths::{Refusal, Resolved};
+use crate::symbols::{self, Definition, Syntax, definitions};
 use crate::util::{bool_arg, str_arg, text};
 use crate::walk::{rel_string, walk_each};
 
@@ -256,7 +261,8 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
     };
     // Per file with hits: its path, hits gathered, hits found.
     let mut per_file: Vec<(String, usize, usize)> = Vec::new();
-    let mut hits: Vec<String> = Vec::new();
+    // Shown hits: path, line number, line text.
+    let mut hits: Vec<(String, u64, String)> = Vec::new();
     // With `after`: per file with shown hits, its hit line numbers.
     let mut hit_lines: Vec<(PathBuf, String, Vec<u64>)> = Vec::new();
     let mut total = 0usize;
@@ -281,7 +287,7 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
                     Lossy(|line_number, line| {
                         found += 1;
                         if hits.len() < gather {
-                            hits.push(format!("{rel}:{line_number}:{}", hit_text(&matcher, line)));
+                            hits.push((rel.clone(), line_number, hit_text(&matcher, line)));
                             numbers.push(line_number);
                         }
                         Ok(true)
@@ -305,6 +311,9 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
         hits.truncate(max_hits);
     }
     let mut budget = hits.len();
+    // Per shown file in a known language, its definitions: each hit names
+    // the function or class it is in.
+    let mut scopes: HashMap<String, Vec<Definition>> = HashMap::new();
     for (rel, gathered, found) in per_file {
         let shown_here = gathered.min(budget);
         budget -= shown_here;
@@ -314,7 +323,12 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
         if shown_here > 0
             && let Ok(bytes) = std::fs::read(req.root.join(&rel))
         {
-            seen.push((rel, crate::util::content_hash(&bytes)));
+            seen.push((rel.clone(), crate::util::content_hash(&bytes)));
+            if let Some(syntax) = Syntax::of(&rel) {
+                let content = String::from_utf8_lossy(&bytes);
+                let lines = crate::util::split_lines(&content);
+                scopes.insert(rel, definitions(&lines, syntax));
+            }
         }
     }
 
@@ -345,7 +359,18 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
     let mut out = if req.after > 0 {
         with_following_lines(config, &hit_lines, req.after)
     } else {
-        hits.join("\n")
+        hits.iter()
+            .map(|(rel, number, line)| {
+                let scope = scopes.get(rel).and_then(|defs| {
+                    symbols::enclosing(defs, usize::try_from(*number).unwrap_or(usize::MAX))
+                });
+                match scope {
+                    Some(def) => format!("{rel}:{number} (in {}):{line}", def.qualified),
+                    None => format!("{rel}:{number}:{line}"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     if total > hits.len() {
         out.push('\n');
@@ -383,6 +408,7 @@ fn with_following_lines(
         };
         let content = String::from_utf8_lossy(&bytes);
         let lines = crate::util::split_lines(&content);
+        let defs = Syntax::of(rel).map_or_else(Vec::new, |syntax| definitions(&lines, syntax));
         let mut ranges: Vec<(usize, usize)> = Vec::new();
         for &n in numbers {
             let first = usize::try_from(n).unwrap_or(usize::MAX).max(1);
@@ -402,8 +428,11 @@ fn with_following_lines(
             } else {
                 last
             };
+            let scope = symbols::enclosing(&defs, first)
+                .map(|def| format!(" (in {})", def.qualified))
+                .unwrap_or_default();
             let mut block = format!(
-                "{rel}:{first}-{last}\n{}",
+                "{rel}:{first}-{last}{scope}\n{}",
                 crate::util::number_lines(&lines[first - 1..last], first)
             );
             if continues {
@@ -514,6 +543,20 @@ fn hit_text(matcher: &RegexMatcher, line: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// The file and line a search hit names: `path:12:text`, or
+/// `path:12 (in Scope):text` for a hit inside a function or class. `None`
+/// for any other line of a search result (a window's numbered lines, a
+/// cap notice).
+pub fn hit_location(line: &str) -> Option<(&str, u64)> {
+    let (path, rest) = line.split_once(':')?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let tail = &rest[digits..];
+    if path.is_empty() || digits == 0 || !(tail.starts_with(':') || tail.starts_with(" (in ")) {
+        return None;
+    }
+    Some((path, rest[..digits].parse().ok()?))
 }
 
 /// `a.py (3), b.py (1)`: where the hits past the cap are, at most ten files.

@@ -184,13 +184,10 @@ pub(crate) fn rebuild(
                         facts.edited_since_test = false;
                         state.test_runs += 1;
                     }
-                    // Hits are `path:line:text`; the files they show were seen.
+                    // The files that hits show were seen.
                     crate::search::TOOL => {
                         for line in content.lines() {
-                            let mut parts = line.splitn(3, ':');
-                            if let (Some(path), Some(number), Some(_)) =
-                                (parts.next(), parts.next(), parts.next())
-                                && number.parse::<u32>().is_ok()
+                            if let Some((path, _)) = crate::search::hit_location(line)
                                 && !state.was_read(path)
                                 && let Some(hash) = hash_of(path)
                             {

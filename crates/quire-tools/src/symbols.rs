@@ -43,6 +43,8 @@ pub(crate) struct Definition {
     pub kind: &'static str,
     pub start: usize,
     pub end: usize,
+    /// The line of the `def`/`fn`/`class` keyword (after decorators).
+    pub header: usize,
     /// Nesting depth: 0 for top-level definitions.
     pub depth: usize,
 }
@@ -109,6 +111,7 @@ fn python_definitions(lines: &[&str]) -> Vec<Definition> {
             kind,
             start: start + 1,
             end: end + 1,
+            header: i + 1,
             depth: open.len(),
         });
         open.push((indent, qualified));
@@ -214,6 +217,7 @@ fn brace_definitions(lines: &[&str]) -> Vec<Definition> {
             kind,
             start: start + 1,
             end: end + 1,
+            header: i + 1,
             depth: outer.len(),
         });
     }
@@ -263,6 +267,15 @@ pub(crate) fn find<'a>(defs: &'a [Definition], wanted: &str) -> Vec<&'a Definiti
     };
     hits.sort_by_key(|d| (d.depth, d.start));
     hits
+}
+
+/// The innermost definition whose body holds line `line` (1-based): the
+/// scope a search hit names. A definition's own decorators and header
+/// line belong to the scope around it.
+pub(crate) fn enclosing(defs: &[Definition], line: usize) -> Option<&Definition> {
+    defs.iter()
+        .filter(|d| d.header < line && line <= d.end)
+        .max_by_key(|d| (d.depth, d.start))
 }
 
 /// Names close to `wanted` (same name in another case, or containing it),

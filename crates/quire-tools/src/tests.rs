@@ -351,7 +351,7 @@ async fn search_keeps_indentation_ignores_case_on_request_and_skips_the_task_fil
     )
     .await;
     assert_eq!(
-        out.agent_view, "src/c.py:2:    def lookup(self):",
+        out.agent_view, "src/c.py:2 (in C):    def lookup(self):",
         "indentation kept, prompt.txt skipped"
     );
     let out = call(
@@ -363,8 +363,83 @@ async fn search_keeps_indentation_ignores_case_on_request_and_skips_the_task_fil
     .await;
     assert_eq!(
         out.agent_view,
-        "src/c.py:2:    def lookup(self):\nsrc/c.py:3:        return LOOKUP"
+        "src/c.py:2 (in C):    def lookup(self):\nsrc/c.py:3 (in C.lookup):        return LOOKUP"
     );
+}
+
+#[tokio::test]
+async fn search_hits_name_the_function_or_class_they_are_in() {
+    let tests_py = "import unittest\n\n\nclass SeekableTest(unittest.TestCase):\n    @skip_if(old)\n    def test_peek(self):\n        s = mi.seekable(x)\n\n\ndef helper():\n    return mi.seekable(y)\n\nVALUE = mi.seekable(z)\n";
+    let lib_rs = "pub struct Shelf;\n\nimpl Shelf {\n    pub fn put(&self) {\n        stock();\n    }\n}\n\nfn stock() {}\n";
+    let ws = workspace(&[
+        ("tests/test_more.py", tests_py),
+        ("src/lib.rs", lib_rs),
+        ("README.md", "# seekable\nmi.seekable is documented here\n"),
+    ]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "seekable", "path": "tests"}),
+    )
+    .await;
+    assert_eq!(
+        out.agent_view,
+        "tests/test_more.py:7 (in SeekableTest.test_peek):        s = mi.seekable(x)\n\
+         tests/test_more.py:11 (in helper):    return mi.seekable(y)\n\
+         tests/test_more.py:13:VALUE = mi.seekable(z)",
+        "a hit names its innermost definition; a module-level hit names none"
+    );
+    // A decorator or a header line is in the scope around its definition.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "skip_if|def test_peek", "regex": true}),
+    )
+    .await;
+    assert_eq!(
+        out.agent_view,
+        "tests/test_more.py:5 (in SeekableTest):    @skip_if(old)\n\
+         tests/test_more.py:6 (in SeekableTest):    def test_peek(self):"
+    );
+    // Brace languages too; files of no known language keep the plain form.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "stock()"}),
+    )
+    .await;
+    assert_eq!(
+        out.agent_view,
+        "src/lib.rs:5 (in Shelf.put):        stock();\nsrc/lib.rs:9:fn stock() {}"
+    );
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "documented"}),
+    )
+    .await;
+    assert_eq!(out.agent_view, "README.md:2:mi.seekable is documented here");
+    // Every hit form names its file and line for the readers of results.
+    for (line, want) in [
+        (
+            "tests/test_more.py:7 (in SeekableTest.test_peek):        s = 1",
+            Some(("tests/test_more.py", 7)),
+        ),
+        ("README.md:2:mi.seekable", Some(("README.md", 2))),
+        ("a.py:2-10 (in f)", None),
+        ("12|     return 2: x", None),
+        (
+            "(showing 3 of 9 matches in 2 files; not shown: a.py (6).)",
+            None,
+        ),
+    ] {
+        assert_eq!(crate::search_hit_location(line), want, "{line}");
+    }
 }
 
 #[tokio::test]
@@ -397,7 +472,7 @@ async fn search_with_after_shows_the_following_lines_once_and_they_count_as_read
     .await;
     assert_eq!(out.agent_view.matches("6|     return 2").count(), 1);
     assert!(
-        out.agent_view.starts_with("a.py:2-10\n"),
+        out.agent_view.starts_with("a.py:2-10 (in f)\n"),
         "{}",
         out.agent_view
     );
@@ -439,7 +514,7 @@ async fn search_with_after_says_when_the_block_goes_on() {
     .await;
     assert_eq!(
         out.agent_view,
-        "a.py:2-4\n2|     def m(self):\n3|         a = 1\n4|         b = 2\n\
+        "a.py:2-4 (in C)\n2|     def m(self):\n3|         a = 1\n4|         b = 2\n\
          (… the block goes on after line 4: read_file a.py with offset 5 for the rest)"
     );
     // A window that reaches the block's end (or the file's) says nothing more.

@@ -177,7 +177,7 @@ fn digest_tells_the_story_compactly() {
 }
 
 #[test]
-fn a_search_shows_its_first_hits() {
+fn a_search_shows_its_first_hits_with_the_scope_they_are_in() {
     let mut events = session_events();
     events.extend(call(
         "s1",
@@ -188,7 +188,7 @@ fn a_search_shows_its_first_hits() {
             "s1",
             "search",
             "more_itertools/more.py:2927:class seekable:\nmore_itertools/more.pyi:582:class seekable(Generic[_T]):\n\
-             tests/test_more.py:3534:class SeekableTest(TestCase):\ntests/test_more.py:3600:    seekable\n\
+             tests/test_more.py:3540 (in SeekableTest.test_peek):        s = seekable(x)\ntests/test_more.py:3600:    seekable\n\
              (showing 4 of 4 matches in 3 files)",
             false,
         ));
@@ -198,7 +198,7 @@ fn a_search_shows_its_first_hits() {
             "{d}"
         );
     assert!(
-        d.contains("tests/test_more.py:3534:class SeekableTest"),
+        d.contains("tests/test_more.py:3540 (in SeekableTest.test_peek):"),
         "{d}"
     );
     assert!(!d.contains("3600"), "three hits only: {d}");
