@@ -452,6 +452,14 @@ impl Distiller {
         ctx.system_prompt = config.prompts.note_taker.trim().to_string();
         let options = DigestOptions::from_config(&config, self.redactor.clone());
         let mut first = digest(events, &options);
+        let names = self.names_elsewhere(id, events);
+        if !names.is_empty() {
+            first.push_str("\n\n");
+            first.push_str(&options.redactor.redact(&render(
+                config.message("notes_digest_names"),
+                &[("names", &names)],
+            )));
+        }
         if !earlier.is_empty() {
             let list: Vec<String> = earlier
                 .iter()
@@ -478,6 +486,60 @@ impl Distiller {
         let written = ctx.state.get_mut::<NoteTakerState>().written.clone();
         Ok((outcome, written, ctx.usage, ctx.iteration))
     }
+}
+
+impl Distiller {
+    /// Where the definitions the session's change touched are named in the
+    /// project (stubs, export lists, docs, tests), one line each, read from
+    /// the session's edited copy (or its workspace when the copy is gone);
+    /// empty when there is no change or no tree to read.
+    fn names_elsewhere(&self, id: &SessionId, events: &[Event]) -> String {
+        let Some(diff) = events.iter().rev().find_map(|e| match &e.kind {
+            EventKind::Patch { diff, .. } if !diff.trim().is_empty() => Some(diff.as_str()),
+            _ => None,
+        }) else {
+            return String::new();
+        };
+        let session = match self.store().map(|s| s.get_session(id)) {
+            Ok(Ok(Some(session))) => session,
+            _ => return String::new(),
+        };
+        let root = [&session.work_dir, &session.workspace]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_dir());
+        let Some(root) = root else {
+            return String::new();
+        };
+        quire_tools::changed_definitions_named_elsewhere(&root, diff)
+            .iter()
+            .map(names_line)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// `- name (defined in f.py, quoted there 1×): g.pyi (2), docs/api.rst (1)`.
+fn names_line(m: &quire_tools::Mentions) -> String {
+    let mut line = format!("- {} (defined in {}", m.name, m.defined_in);
+    if m.quoted_in_own_file > 0 {
+        line.push_str(&format!(", quoted there {}×", m.quoted_in_own_file));
+    }
+    line.push_str("): ");
+    if m.elsewhere.is_empty() {
+        line.push_str("named in no other file");
+    } else {
+        let files: Vec<String> = m
+            .elsewhere
+            .iter()
+            .map(|(file, n)| format!("{file} ({n})"))
+            .collect();
+        line.push_str(&files.join(", "));
+        if m.more_files > 0 {
+            line.push_str(&format!(", and {} more files", m.more_files));
+        }
+    }
+    line
 }
 
 /// Notes of the project listed in the digest at most.

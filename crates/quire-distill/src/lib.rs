@@ -36,6 +36,7 @@ mod texts {
             "notes_digest",
             "notes_digest_resumed",
             "notes_digest_existing",
+            "notes_digest_names",
             "notes_no_tool_call",
         ] {
             assert!(

@@ -437,3 +437,78 @@ async fn hand_edits_and_broken_notes_do_not_stop_a_job() {
         .unwrap();
     assert!(hits.iter().any(|h| h.id == "HAND1"));
 }
+
+/// The note-taker learns what goes with a change from the project itself:
+/// the definitions the diff touched, with the stubs, export lists, docs and
+/// tests that name them, read from the session's edited copy.
+#[tokio::test]
+async fn the_digest_says_where_the_changed_definitions_are_named_in_the_project() {
+    let env = Env::new();
+    let work = env.dir.path().join("work");
+    let files = [
+        (
+            "pkg/more.py",
+            "__all__ = ['first', 'second']\n\n\ndef first(n):\n    if n < 0:\n        raise ValueError('n')\n    return n\n\n\ndef second():\n    return 2\n",
+        ),
+        (
+            "pkg/more.pyi",
+            "def first(n: int) -> int: ...\ndef second() -> int: ...\n",
+        ),
+        (
+            "docs/api.rst",
+            ".. autofunction:: first\n.. autofunction:: second\n",
+        ),
+        (
+            "tests/test_more.py",
+            "class FirstTests:\n    def test_negative(self):\n        mi.first(-1)\n        mi.first(0)\n",
+        ),
+        ("prompt.txt", "first() accepts a negative n\n"),
+    ];
+    for (path, text) in files {
+        let path = work.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let store = env.store();
+    let id = SessionId::new();
+    store
+        .create_session(&NewSession {
+            id: id.clone(),
+            project: "shop".into(),
+            work_dir: work.display().to_string(),
+            workspace: "/gone".into(),
+            task: "Make the tests pass".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    for event in session_events(&[], "completed") {
+        let event = match event.kind {
+            EventKind::Patch { .. } => ev(EventKind::Patch {
+                diff: "--- a/pkg/more.py\n+++ b/pkg/more.py\n@@ -4,3 +4,5 @@\n def first(n):\n+    if n < 0:\n+        raise ValueError('n')\n     return n\n".into(),
+                files: vec!["pkg/more.py".into()],
+            }),
+            _ => event,
+        };
+        store.append_event(&id, &event).unwrap();
+    }
+    assert!(store.queue_distill_job(&id).unwrap());
+    drop(store);
+    let server = ScriptedServer::start(Script::sequence(vec![done("nothing new")])).await;
+    let reports = env
+        .distiller(&server)
+        .run_pending(&Interrupt::new(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(reports.len(), 1);
+    let first = server.requests()[0].all_text();
+    assert!(
+        first.contains(
+            "- first (defined in pkg/more.py, quoted there 1×): docs/api.rst (1), pkg/more.pyi (1), tests/test_more.py (2)"
+        ),
+        "{first}"
+    );
+    assert!(
+        !first.contains("- second"),
+        "only what the diff touched: {first}"
+    );
+}
