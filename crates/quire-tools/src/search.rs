@@ -545,15 +545,25 @@ fn hit_text(matcher: &RegexMatcher, line: &str) -> String {
     out
 }
 
-/// The file and line a search hit names: `path:12:text`, or
-/// `path:12 (in Scope):text` for a hit inside a function or class. `None`
-/// for any other line of a search result (a window's numbered lines, a
-/// cap notice).
+/// The file and first line a search hit or window names: `path:12:text`,
+/// `path:12 (in Scope):text` for a hit inside a function or class, and
+/// `path:12-20` or `path:12-20 (in Scope)` heading an `after` window.
+/// `None` for any other line of a search result (a window's numbered
+/// lines, a cap notice).
 pub fn hit_location(line: &str) -> Option<(&str, u64)> {
     let (path, rest) = line.split_once(':')?;
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let tail = &rest[digits..];
-    if path.is_empty() || digits == 0 || !(tail.starts_with(':') || tail.starts_with(" (in ")) {
+    let mut tail = &rest[digits..];
+    if let Some(range_end) = tail.strip_prefix('-') {
+        let end_digits = range_end.bytes().take_while(u8::is_ascii_digit).count();
+        tail = &range_end[end_digits..];
+        if end_digits == 0 || !(tail.is_empty() || tail.starts_with(" (in ")) {
+            return None;
+        }
+    } else if !(tail.starts_with(':') || tail.starts_with(" (in ")) {
+        return None;
+    }
+    if path.is_empty() || digits == 0 {
         return None;
     }
     Some((path, rest[..digits].parse().ok()?))

@@ -431,7 +431,9 @@ async fn search_hits_name_the_function_or_class_they_are_in() {
             Some(("tests/test_more.py", 7)),
         ),
         ("README.md:2:mi.seekable", Some(("README.md", 2))),
-        ("a.py:2-10 (in f)", None),
+        ("a.py:2-10 (in f)", Some(("a.py", 2))),
+        ("a.py:2-10", Some(("a.py", 2))),
+        ("a.py:2-x", None),
         ("12|     return 2: x", None),
         (
             "(showing 3 of 9 matches in 2 files; not shown: a.py (6).)",

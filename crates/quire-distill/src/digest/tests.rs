@@ -207,6 +207,29 @@ fn a_search_shows_its_first_hits_with_the_scope_they_are_in() {
 }
 
 #[test]
+fn a_search_with_after_shows_its_windows_with_their_scope() {
+    let mut events = session_events();
+    events.extend(call(
+        "s1",
+        "search",
+        serde_json::json!({"pattern": "iequals", "path": "tests", "after": 3}),
+    ));
+    events.push(result(
+        "s1",
+        "search",
+        "tests/test_more.py:120-123 (in IequalsTests.test_basic)\n120|         self.assertTrue(mi.iequals('a', 'a'))\n121|         x = 1\n\
+         (… the block goes on after line 123: read_file tests/test_more.py with offset 124 for the rest)",
+        false,
+    ));
+    let d = digest(&events, &options());
+    assert!(
+        d.contains("found:\n     tests/test_more.py:120-123 (in IequalsTests.test_basic)"),
+        "the window's file, lines and scope: {d}"
+    );
+    assert!(!d.contains("121|"), "a window's lines are not hits: {d}");
+}
+
+#[test]
 fn a_session_cut_short_says_which_files_it_edited() {
     let events: Vec<Event> = session_events()
         .into_iter()
