@@ -519,11 +519,15 @@ impl Distiller {
     }
 }
 
-/// `- name (defined in f.py, quoted there 1×): g.pyi (2), docs/api.rst (1)`.
+/// `- name (defined in f.py; quoted there: `'name',`): f.pyi (2, first:
+/// `def name() -> int: ...`), docs/api.rst (1: `.. autofunction:: name`)`.
 fn names_line(m: &quire_tools::Mentions) -> String {
     let mut line = format!("- {} (defined in {}", m.name, m.defined_in);
-    if m.quoted_in_own_file > 0 {
-        line.push_str(&format!(", quoted there {}×", m.quoted_in_own_file));
+    if let Some(quoted) = &m.quoted_in_own_file {
+        line.push_str(&format!("; quoted there: `{}`", quoted.first_line));
+        if quoted.times > 1 {
+            line.push_str(&format!(" and {} more", quoted.times - 1));
+        }
     }
     line.push_str("): ");
     if m.elsewhere.is_empty() {
@@ -532,7 +536,10 @@ fn names_line(m: &quire_tools::Mentions) -> String {
         let files: Vec<String> = m
             .elsewhere
             .iter()
-            .map(|(file, n)| format!("{file} ({n})"))
+            .map(|p| match p.times {
+                1 => format!("{} (1: `{}`)", p.file, p.first_line),
+                n => format!("{} ({n}, first: `{}`)", p.file, p.first_line),
+            })
             .collect();
         line.push_str(&files.join(", "));
         if m.more_files > 0 {

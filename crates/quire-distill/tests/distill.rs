@@ -503,7 +503,9 @@ async fn the_digest_says_where_the_changed_definitions_are_named_in_the_project(
     let first = server.requests()[0].all_text();
     assert!(
         first.contains(
-            "- first (defined in pkg/more.py, quoted there 1×): docs/api.rst (1), pkg/more.pyi (1), tests/test_more.py (2)"
+            "- first (defined in pkg/more.py; quoted there: `__all__ = ['first', 'second']`): \
+             docs/api.rst (1: `.. autofunction:: first`), pkg/more.pyi (1: `def first(n: int) -> int: ...`), \
+             tests/test_more.py (2, first: `mi.first(-1)`)"
         ),
         "{first}"
     );

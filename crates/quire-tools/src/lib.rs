@@ -37,7 +37,7 @@ use quire_workspace::{Sandbox, SandboxEnforcement, SandboxStatus, SessionCopy};
 
 pub use commands::{CommandApprover, NobodyToAsk, Verdict, dangerous, glob_match, judge};
 pub use list::render_tree;
-pub use mentions::{Mentions, changed_definitions_named_elsewhere};
+pub use mentions::{Mentions, Place, changed_definitions_named_elsewhere};
 /// The code search tool's name, for readers of trajectories (the digest
 /// shows what a search found).
 pub use search::TOOL as SEARCH_TOOL;

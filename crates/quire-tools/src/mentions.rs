@@ -22,14 +22,27 @@ pub struct Mentions {
     pub name: String,
     /// The file the definition is in.
     pub defined_in: String,
-    /// Times it is named as a quoted string in its own file (an export
+    /// Where it is named as a quoted string in its own file (an export
     /// list such as `__all__`, a registry).
-    pub quoted_in_own_file: usize,
-    /// Other files naming it, in path order, with how often.
-    pub elsewhere: Vec<(String, usize)>,
+    pub quoted_in_own_file: Option<Place>,
+    /// Other files naming it, in path order.
+    pub elsewhere: Vec<Place>,
     /// Files naming it past [`MAX_FILES`].
     pub more_files: usize,
 }
+
+/// A file that names a definition: how often, and the first line that
+/// does (trimmed, capped), so a reader sees which construct it is (a stub,
+/// a docs directive, an export list) without opening the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub file: String,
+    pub times: usize,
+    pub first_line: String,
+}
+
+/// Characters of a place's first line kept.
+const LINE_CHARS: usize = 70;
 
 /// Definitions looked up at most (the first the diff touches).
 const MAX_NAMES: usize = 4;
@@ -86,12 +99,12 @@ pub fn changed_definitions_named_elsewhere(root: &Path, diff: &str) -> Vec<Menti
         .map(|(name, path)| Mentions {
             name: name.clone(),
             defined_in: path.clone(),
-            quoted_in_own_file: 0,
+            quoted_in_own_file: None,
             elsewhere: Vec::new(),
             more_files: 0,
         })
         .collect();
-    let mut per_file: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); names.len()];
+    let mut per_file: Vec<BTreeMap<String, Place>> = vec![BTreeMap::new(); names.len()];
     let files = walk(root, root, None, None);
     for (entry, rel) in files
         .iter()
@@ -107,24 +120,48 @@ pub fn changed_definitions_named_elsewhere(root: &Path, diff: &str) -> Vec<Menti
             continue;
         };
         for (i, (word, quoted)) in patterns.iter().enumerate() {
-            if rel == found[i].defined_in {
-                found[i].quoted_in_own_file = quoted.find_iter(&text).count();
+            let pattern = if rel == found[i].defined_in {
+                quoted
             } else {
-                let n = word.find_iter(&text).count();
-                if n > 0 {
-                    per_file[i].insert(rel.clone(), n);
-                }
+                word
+            };
+            let Some(place) = place(&rel, pattern, &text) else {
+                continue;
+            };
+            if rel == found[i].defined_in {
+                found[i].quoted_in_own_file = Some(place);
+            } else {
+                per_file[i].insert(rel.clone(), place);
             }
         }
     }
     for (mentions, files) in found.iter_mut().zip(per_file) {
         mentions.more_files = files.len().saturating_sub(MAX_FILES);
-        mentions.elsewhere = files.into_iter().take(MAX_FILES).collect();
+        mentions.elsewhere = files.into_values().take(MAX_FILES).collect();
     }
     // A definition named nowhere else (a new test class) teaches nothing
     // about what goes with a change.
-    found.retain(|m| m.quoted_in_own_file > 0 || !m.elsewhere.is_empty());
+    found.retain(|m| m.quoted_in_own_file.is_some() || !m.elsewhere.is_empty());
     found
+}
+
+/// How often `pattern` occurs in `text`, with the first line it is on.
+fn place(rel: &str, pattern: &Regex, text: &str) -> Option<Place> {
+    let first = pattern.find(text)?;
+    let line_start = text[..first.start()].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[first.start()..]
+        .find('\n')
+        .map_or(text.len(), |i| first.start() + i);
+    let line = text[line_start..line_end].trim();
+    let mut first_line: String = line.chars().take(LINE_CHARS).collect();
+    if line.chars().count() > LINE_CHARS {
+        first_line.push('…');
+    }
+    Some(Place {
+        file: rel.to_string(),
+        times: pattern.find_iter(text).count(),
+        first_line,
+    })
 }
 
 /// The task's own files (`prompt.txt`, `metadata.json`) name the task's
@@ -243,8 +280,16 @@ mod tests {
             vec![Mentions {
                 name: "fresh".into(),
                 defined_in: "m.py".into(),
-                quoted_in_own_file: 1,
-                elsewhere: vec![("docs/api.rst".into(), 1)],
+                quoted_in_own_file: Some(Place {
+                    file: "m.py".into(),
+                    times: 1,
+                    first_line: "__all__ = ['old', 'fresh']".into(),
+                }),
+                elsewhere: vec![Place {
+                    file: "docs/api.rst".into(),
+                    times: 1,
+                    first_line: "fresh".into(),
+                }],
                 more_files: 0,
             }],
             "blank lines before it belong to no definition"
