@@ -4,10 +4,11 @@
 //! right without a single tool error or protocol repair has nothing to
 //! teach that the notes do not already say when it worked on files the
 //! project's notes already name, or when it took so few model calls
-//! (`notes.triage_max_calls`) that no note could have saved one: it is
-//! skipped without a model call. Everything else (the first session on a
-//! project, any error, a longer session on files the notes do not know
-//! yet) goes to the note-taker.
+//! (`notes.triage_max_calls`) that no note could have saved one and it
+//! changed only files the notes name: it is skipped without a model call.
+//! Everything else (the first session on a project, any error, a change in
+//! a part of the code the notes do not know yet, a longer session on files
+//! they do not know) goes to the note-taker.
 
 use std::collections::BTreeSet;
 
@@ -68,24 +69,34 @@ pub fn nothing_to_learn(
     if troubled {
         return None;
     }
+    let known = |path: &str| {
+        project_notes
+            .iter()
+            .any(|n| n.meta.provenance.files.iter().any(|f| f == path) || n.body.contains(path))
+    };
     let calls = events
         .iter()
         .filter(|e| matches!(e.kind, EventKind::ModelRequest { .. }))
         .count();
-    if calls > 0 && calls <= max_calls as usize {
+    // A short session has no call a note could have saved; what it can
+    // still teach is where the code it changed lives, when no note says.
+    let changed: Vec<&str> = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::Patch { files, .. } => Some(files.iter().map(String::as_str).collect()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    if calls > 0 && calls <= max_calls as usize && changed.iter().all(|p| known(p)) {
         return Some(format!(
-            "nothing new to learn: the change went through in {calls} model calls without an error"
+            "nothing new to learn: the change went through in {calls} model calls without an error, in files the project's notes already name"
         ));
     }
     let touched = paths_touched(events);
     if touched.is_empty() {
         return None;
     }
-    let known = |path: &str| {
-        project_notes
-            .iter()
-            .any(|n| n.meta.provenance.files.iter().any(|f| f == path) || n.body.contains(path))
-    };
     if touched.iter().all(|p| known(p)) {
         Some(format!(
             "nothing new to learn: the change went through without an error, on files the project's notes already cover ({})",
@@ -224,10 +235,11 @@ mod tests {
     }
 
     #[test]
-    fn a_short_clean_session_is_skipped_whatever_files_it_read() {
+    fn a_short_clean_session_is_skipped_whatever_files_it_read_unless_it_changed_one_no_note_names()
+    {
         let dir = tempfile::tempdir().unwrap();
         let notes = vec![map_note(dir.path())];
-        // Two calls: read a file the map does not name, then edit it.
+        // Two calls: read a file the map does not name, then edit one it does.
         let short: Vec<Event> = [
             request(1),
             call("read_file", serde_json::json!({"path": "src/b.py"})),
@@ -235,13 +247,27 @@ mod tests {
             request(2),
             call(
                 "edit_file",
-                serde_json::json!({"path": "src/b.py", "old": "x", "new": "y"}),
+                serde_json::json!({"path": "src/a.py", "old": "x", "new": "y"}),
             ),
             result(false),
         ]
         .into_iter()
         .chain(ended())
         .collect();
+        // The same session changing a file no note names: distilled, the
+        // map has not heard of that part of the code yet.
+        let elsewhere: Vec<Event> = short
+            .iter()
+            .map(|e| match &e.kind {
+                EventKind::Patch { diff, .. } => Event::now(EventKind::Patch {
+                    diff: diff.clone(),
+                    files: vec!["src/a.py".into(), "src/reports.py".into()],
+                }),
+                _ => e.clone(),
+            })
+            .collect();
+        let facts_e = SessionFacts::from_events(&elsewhere);
+        assert!(nothing_to_learn(&facts_e, &elsewhere, &notes, 3).is_none());
         let facts = SessionFacts::from_events(&short);
         let why = nothing_to_learn(&facts, &short, &notes, 3);
         assert!(
