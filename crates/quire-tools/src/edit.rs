@@ -31,6 +31,8 @@ pub(crate) const ERRORS: &[&str] = &[
     "note_whitespace",
     "outside",
     "not_applicable",
+    "splits_block",
+    "splits_block_named",
 ];
 /// Lines of context shown around the edited region.
 const CONTEXT: usize = 2;
@@ -134,6 +136,30 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         }
     };
 
+    if let Some(split) = splits_block(path, &content, &edit) {
+        ctx.state
+            .get_mut::<WorkspaceState>()
+            .note_edit_failure(path);
+        let line = split.next_line.to_string();
+        let mut vars = vec![
+            ("path", path),
+            ("header", split.header.as_str()),
+            ("line", line.as_str()),
+            ("next", split.next_text.as_str()),
+        ];
+        let end;
+        let key = match &split.block {
+            Some((name, block_end)) => {
+                end = block_end.to_string();
+                vars.push(("block", name.as_str()));
+                vars.push(("end", end.as_str()));
+                "splits_block_named"
+            }
+            None => "splits_block",
+        };
+        return ToolOutput::error(text(&config, TOOL, key, &vars));
+    }
+
     let mut updated = String::with_capacity(content.len() + edit.replacement.len());
     updated.push_str(&content[..edit.start]);
     updated.push_str(&edit.replacement);
@@ -180,6 +206,63 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         agent.push_str(&text(&config, TOOL, key, &[("path", path)]));
     }
     ToolOutput::ok(agent, file_diff(path, Some(&content), Some(&updated)))
+}
+
+/// An edit that adds a Python definition in the middle of a block: the
+/// first line with text after the edited span is indented deeper than the
+/// `def`/`class` the edit adds, so the rest of the block `old` ended inside
+/// would become the new definition's body. Players anchored a new test on
+/// the last lines a search window showed, inside a method that went on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SplitBlock {
+    /// The added header line, trimmed.
+    pub header: String,
+    /// The line (1-based, in the file as it is) that would be taken in.
+    pub next_line: usize,
+    pub next_text: String,
+    /// The definition that line belongs to, and its last line.
+    pub block: Option<(String, usize)>,
+}
+
+pub(crate) fn splits_block(path: &str, content: &str, edit: &Edit) -> Option<SplitBlock> {
+    use crate::symbols::{Syntax, definitions, enclosing, indent_of, python_def};
+    if Syntax::of(path) != Some(Syntax::Indent) {
+        return None;
+    }
+    // The span must end at a line boundary: otherwise the rest of its line
+    // follows the replacement, and that is the model's text to judge.
+    if edit.end > 0 && edit.end < content.len() && !content[..edit.end].ends_with('\n') {
+        return None;
+    }
+    let headers = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| python_def().is_match(l))
+            .map(str::to_string)
+            .collect()
+    };
+    let added = headers(&edit.replacement);
+    if added.len() <= headers(&content[edit.start..edit.end]).len() {
+        return None;
+    }
+    let header = added.last()?;
+    let first_after = line_of(content, edit.end.min(content.len()));
+    let (offset, next) = content[edit.end.min(content.len())..]
+        .lines()
+        .enumerate()
+        .find(|(_, l)| !l.trim().is_empty())?;
+    if indent_of(next) <= indent_of(header) {
+        return None;
+    }
+    let next_line = first_after + offset;
+    let lines = split_lines(content);
+    let defs = definitions(&lines, Syntax::Indent);
+    let block = enclosing(&defs, next_line).map(|d| (d.qualified.clone(), d.end));
+    Some(SplitBlock {
+        header: header.trim().to_string(),
+        next_line,
+        next_text: next.trim().to_string(),
+        block,
+    })
 }
 
 /// A tolerance that was needed to apply the edit; the model is told so it

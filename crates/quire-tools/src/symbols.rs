@@ -49,7 +49,7 @@ pub(crate) struct Definition {
     pub depth: usize,
 }
 
-fn python_def() -> &'static Regex {
+pub(crate) fn python_def() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(r"^(\s*)(async\s+def|def|class)\s+([A-Za-z_][A-Za-z0-9_]*)")
@@ -75,7 +75,7 @@ pub(crate) fn definitions(lines: &[&str], syntax: Syntax) -> Vec<Definition> {
     }
 }
 
-fn indent_of(line: &str) -> usize {
+pub(crate) fn indent_of(line: &str) -> usize {
     line.chars()
         .take_while(|c| *c == ' ' || *c == '\t')
         .map(|c| if c == '\t' { 8 } else { 1 })

@@ -921,6 +921,58 @@ async fn edit_refused_before_read_then_applied() {
     assert_eq!(ctx.facts.edit_paths("call-1"), ["m.py"]);
 }
 
+/// A new test anchored on the last lines a search window showed, inside a
+/// method that goes on, would make the rest of that method its own body.
+#[tokio::test]
+async fn an_edit_that_adds_a_definition_inside_a_block_is_refused_with_where_the_block_ends() {
+    let code = "class IequalsTests(TestCase):\n    def test_not_equal_lengths(self):\n        self.assertFalse(mi.iequals('abc', 'ab'))\n        self.assertFalse(mi.iequals('abc', 'bc'))\n\n    def test_empty(self):\n        self.assertTrue(mi.iequals())\n";
+    let ws = workspace(&[("tests/test_more.py", code)]);
+    let mut ctx = ctx();
+    read(&ws, &mut ctx, "tests/test_more.py").await;
+    let split = json!({
+        "path": "tests/test_more.py",
+        "old": "        self.assertFalse(mi.iequals('abc', 'ab'))\n",
+        "new": "        self.assertFalse(mi.iequals('abc', 'ab'))\n\n    def test_any(self):\n        self.assertFalse(mi.iequals([], [ANY]))\n",
+    });
+    let out = call(&tools(&ws), &mut ctx, "edit_file", split).await;
+    assert!(out.is_error, "{}", out.agent_view);
+    assert_eq!(
+        out.agent_view,
+        quire_config::render(
+            &err_text(&ctx, "edit_file", "splits_block_named"),
+            &[
+                ("path", "tests/test_more.py"),
+                ("header", "def test_any(self):"),
+                ("line", "4"),
+                ("next", "self.assertFalse(mi.iequals('abc', 'bc'))"),
+                ("block", "IequalsTests.test_not_equal_lengths"),
+                ("end", "4"),
+            ]
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("tests/test_more.py")).unwrap(),
+        code,
+        "nothing written"
+    );
+    // After the block's end it goes in; so does a rename of a header, and
+    // the same text in a file of another language.
+    let after = json!({
+        "path": "tests/test_more.py",
+        "old": "        self.assertFalse(mi.iequals('abc', 'bc'))\n",
+        "new": "        self.assertFalse(mi.iequals('abc', 'bc'))\n\n    def test_any(self):\n        self.assertFalse(mi.iequals([], [ANY]))\n",
+    });
+    let out = call(&tools(&ws), &mut ctx, "edit_file", after).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    let rename = json!({
+        "path": "tests/test_more.py",
+        "old": "    def test_not_equal_lengths(self):\n",
+        "new": "    def test_unequal_lengths(self):\n",
+    });
+    let out = call(&tools(&ws), &mut ctx, "edit_file", rename).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+}
+
 #[tokio::test]
 async fn edit_no_match_shows_nearest_numbered_lines() {
     let mut body: String = (1..=40).map(|i| format!("x{i} = {i}\n")).collect();
