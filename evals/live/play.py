@@ -56,11 +56,17 @@ def main():
     state = json.load(open(state_path)) if os.path.exists(state_path) else {}
     t0 = time.time()
     n = None
+    ended = os.path.join(a.spool, "ENDED")
     while time.time() - t0 < a.wait:
         n = pending(a.spool)
         if n is not None and n != state.get("last_n"):
             break
         n = None
+        if os.path.exists(ended):
+            # stream.sh writes it when the run is over: no request will come.
+            print("STOP: the run has ended; no more requests will come. "
+                  "Your session is over: write your report and end.")
+            return 3
         time.sleep(0.5)
     if n is None:
         print(f"no new request in {a.wait:.0f} s; run show again (the agent may be running tests)"); return 0

@@ -10,3 +10,5 @@ port=$(cat $d/port)
 OPENAI_API_KEY=relay-not-a-key ${QUIRE:-quire} --home ${QUIRE_LIVE_HOME:-$PWD/live-home} --base-url http://127.0.0.1:$port/v1 --model relay \
   -c model.request_timeout_secs=1800 -c model.max_attempts=1 -c model.stream_idle_timeout_secs=1800 "$@" > $d/quire.out 2> $d/quire.err
 echo "exit $?" >> $d/quire.out
+# Players waiting for a next request stop at once (play.py show reads it).
+touch $d/spool/ENDED
