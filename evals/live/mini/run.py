@@ -129,6 +129,8 @@ def main():
     open(os.path.join(out, "hidden.log"), "w").write(hout)
 
     relay.terminate()
+    # A player waiting for a next request stops at once (play.py show).
+    open(os.path.join(spool, "ENDED"), "w").close()
     try:
         relay.wait(10)
     except subprocess.TimeoutExpired:
