@@ -470,14 +470,19 @@ fn block_continues(lines: &[&str], first: usize, last: usize) -> bool {
 
 /// Where a window that ends inside the hit's block should end so that it
 /// shows only whole inner definitions: before the last method (with its
-/// decorators) that the window would cut, when one starts after the hit
-/// and at most half the window goes. Players took a window ending
-/// mid-method for the method's end and put new tests inside it.
+/// decorators) that the window would cut, when the hit is a class header,
+/// one starts after the hit and at most half the window goes. Players took
+/// a window ending mid-method for the method's end and put new tests
+/// inside it. A function's nested definitions are its body, not items:
+/// cutting before one left a player a call short of `chunked`'s end.
 fn complete_items_end(lines: &[&str], first: usize, last: usize) -> usize {
     let indent = |l: &str| l.len() - l.trim_start().len();
     let Some(head) = lines.get(first.saturating_sub(1)) else {
         return last;
     };
+    if !head.trim_start().starts_with("class ") {
+        return last;
+    }
     let head_indent = indent(head);
     let Some(mut cut) = (first + 1..=last).rev().find(|&n| {
         let line = lines[n - 1];

@@ -570,6 +570,21 @@ async fn search_with_after_ends_before_a_method_it_would_cut() {
         "{}",
         out.agent_view
     );
+    // A function's nested definition is its body: the window is not cut.
+    let nested = "def chunked(n):\n    if n < 0:\n        raise ValueError(n)\n    def ret():\n        return n\n\n    return ret\n";
+    std::fs::write(ws.root.join("c.py"), nested).unwrap();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "def chunked", "after": 4}),
+    )
+    .await;
+    assert!(
+        out.agent_view.starts_with("c.py:1-5\n") && out.agent_view.contains("5|         return n"),
+        "{}",
+        out.agent_view
+    );
 }
 
 #[tokio::test]
