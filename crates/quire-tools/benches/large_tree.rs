@@ -744,16 +744,26 @@ fn rg_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// `path:line` of each hit line in Quire's and rg's output.
+/// `path:line` of each hit line, Quire's (`path:12 (in Scope):text`) and
+/// rg's (`path:12:text`) alike; window headers and numbered lines are not
+/// hits.
 fn hit_keys(text: &str) -> BTreeSet<String> {
     text.lines()
+        .filter(|l| !is_window_header(l))
         .filter_map(|l| {
             let l = l.strip_prefix("./").unwrap_or(l);
-            let mut parts = l.splitn(3, ':');
-            let (path, line) = (parts.next()?, parts.next()?);
-            line.parse::<u64>().ok()?;
+            let (path, line) = quire_tools::search_hit_location(l)?;
             Some(format!("{path}:{line}"))
         })
         .collect()
+}
+
+/// `path:12-20` or `path:12-20 (in Scope)`: the head of an `after` window.
+fn is_window_header(line: &str) -> bool {
+    line.split_once(':').is_some_and(|(_, rest)| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with('-')
+    })
 }
 
 fn ms(f: &mut dyn FnMut()) -> f64 {
