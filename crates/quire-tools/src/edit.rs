@@ -240,8 +240,15 @@ pub(crate) fn splits_block(path: &str, content: &str, edit: &Edit) -> Option<Spl
             .map(str::to_string)
             .collect()
     };
+    let old_text = &content[edit.start..edit.end];
     let added = headers(&edit.replacement);
-    if added.len() <= headers(&content[edit.start..edit.end]).len() {
+    if added.len() <= headers(old_text).len() {
+        return None;
+    }
+    // New text put before `old`, which is kept at its end (a class added
+    // above another): what follows the span follows the same lines as
+    // before.
+    if !old_text.trim().is_empty() && edit.replacement.trim_end().ends_with(old_text.trim_end()) {
         return None;
     }
     let header = added.last()?;

@@ -13,6 +13,7 @@ pub(crate) const TOOL: &str = "finish";
 pub(crate) const ERRORS: &[&str] = &[
     "cut",
     "done",
+    "edit_failed_this_reply",
     "no_change",
     "tests_failed_this_reply",
     "tests_not_run",
@@ -35,6 +36,24 @@ fn tests_ran_in_this_reply(ctx: &Ctx) -> bool {
         .any(|c| tests.contains(&c.name))
 }
 
+/// Whether an edit earlier in the latest reply failed: a finish sent with
+/// it was decided before its result, so the change is not the one the
+/// model meant (a refused edit to the tests went unseen when the same
+/// reply ran the old tests green and finished).
+fn edit_failed_in_this_reply(ctx: &Ctx) -> bool {
+    let Some(last) = ctx
+        .messages
+        .iter()
+        .rposition(|m| matches!(m, quire_types::Message::Assistant { .. }))
+    else {
+        return false;
+    };
+    let edits = &ctx.config.tool_roles.edits;
+    ctx.messages[last + 1..].iter().any(|m| {
+        matches!(m, quire_types::Message::Tool { name, is_error: true, .. } if edits.contains(name))
+    })
+}
+
 pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) -> ToolOutput {
     let config = ctx.config.clone();
     let summary = str_arg(args, "summary").unwrap_or("").trim().to_string();
@@ -50,6 +69,9 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
                 tracing::warn!(%err, "could not list the session's changes; finish allowed")
             }
         }
+    }
+    if edit_failed_in_this_reply(ctx) {
+        return ToolOutput::error(text(&config, TOOL, "edit_failed_this_reply", &[]));
     }
     if config.finish.require_tests_after_edit {
         let tested_in_this_reply = tests_ran_in_this_reply(ctx);

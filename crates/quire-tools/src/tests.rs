@@ -986,6 +986,15 @@ async fn an_edit_that_adds_a_definition_inside_a_block_is_refused_with_where_the
     });
     let out = call(&tools(&ws), &mut ctx, "edit_file", rename).await;
     assert!(!out.is_error, "{}", out.agent_view);
+    // A new class put above another, `old` kept at the end of `new`: the
+    // body after it is still that header's (a live session was refused).
+    let above = json!({
+        "path": "tests/test_more.py",
+        "old": "class IequalsTests(TestCase):\n    def test_unequal_lengths(self):\n",
+        "new": "class NewTests(TestCase):\n    def test_new(self):\n        pass\n\n\nclass IequalsTests(TestCase):\n    def test_unequal_lengths(self):\n",
+    });
+    let out = call(&tools(&ws), &mut ctx, "edit_file", above).await;
+    assert!(!out.is_error, "{}", out.agent_view);
 }
 
 #[tokio::test]
@@ -1688,7 +1697,7 @@ async fn run_tests_without_command() {
 // -------------------------------------------------------------------- finish
 
 #[tokio::test]
-async fn a_finish_sent_with_failing_tests_in_the_same_reply_is_refused() {
+async fn a_finish_sent_with_failing_tests_or_a_failed_edit_in_the_same_reply_is_refused() {
     let ws = workspace(PYTEST_PROJECT);
     let mut ctx = ctx();
     let runner = TestRunner::new(
@@ -1737,6 +1746,35 @@ async fn a_finish_sent_with_failing_tests_in_the_same_reply_is_refused() {
     )
     .unwrap();
     ctx.messages.push(reply(&["run_tests", "finish"]));
+    call(&runner, &mut ctx, "run_tests", json!({})).await;
+    let out = call(&finisher, &mut ctx, "finish", json!({"summary": "s"})).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    // An edit of this reply that failed: not finished, whatever the tests
+    // said (they ran without it).
+    ctx.messages
+        .push(reply(&["edit_file", "run_tests", "finish"]));
+    ctx.messages.push(quire_types::Message::tool(
+        "c0",
+        "edit_file",
+        "Not applied: ...",
+        true,
+    ));
+    call(&runner, &mut ctx, "run_tests", json!({})).await;
+    let out = call(&finisher, &mut ctx, "finish", json!({"summary": "s"})).await;
+    assert!(out.is_error);
+    assert_eq!(
+        out.agent_view,
+        err_text(&ctx, "finish", "edit_failed_this_reply")
+    );
+    // A failed read in the same reply does not stop the finish.
+    ctx.messages
+        .push(reply(&["read_file", "run_tests", "finish"]));
+    ctx.messages.push(quire_types::Message::tool(
+        "c0",
+        "read_file",
+        "No file",
+        true,
+    ));
     call(&runner, &mut ctx, "run_tests", json!({})).await;
     let out = call(&finisher, &mut ctx, "finish", json!({"summary": "s"})).await;
     assert!(!out.is_error, "{}", out.agent_view);
