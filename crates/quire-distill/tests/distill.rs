@@ -484,7 +484,7 @@ async fn the_digest_says_where_the_changed_definitions_are_named_in_the_project(
     for event in session_events(&[], "completed") {
         let event = match event.kind {
             EventKind::Patch { .. } => ev(EventKind::Patch {
-                diff: "--- a/pkg/more.py\n+++ b/pkg/more.py\n@@ -4,3 +4,5 @@\n def first(n):\n+    if n < 0:\n+        raise ValueError('n')\n     return n\n".into(),
+                diff: "--- a/pkg/more.py\n+++ b/pkg/more.py\n@@ -4,2 +4,4 @@\n def first(n):\n+    if n < 0:\n+        raise ValueError('n')\n     return n\n".into(),
                 files: vec!["pkg/more.py".into()],
             }),
             _ => event,

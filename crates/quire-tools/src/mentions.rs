@@ -11,8 +11,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use quire_patch::HunkLine;
 use regex::Regex;
 
+use crate::search::is_task_file;
 use crate::symbols::{Syntax, definitions};
 use crate::walk::{rel_string, walk};
 
@@ -106,11 +108,12 @@ pub fn changed_definitions_named_elsewhere(root: &Path, diff: &str) -> Vec<Menti
         .collect();
     let mut per_file: Vec<BTreeMap<String, Place>> = vec![BTreeMap::new(); names.len()];
     let files = walk(root, root, None, None);
+    // The task's own files name the task's words, not the project's
+    // conventions.
     for (entry, rel) in files
         .iter()
-        .filter(|e| !e.is_dir)
+        .filter(|e| !e.is_dir && !is_task_file(root, &e.path))
         .map(|e| (e, rel_string(root, &e.path)))
-        .filter(|(_, rel)| !is_task_file(rel))
         .take(MAX_FILES_READ)
     {
         if std::fs::metadata(&entry.path).map_or(true, |m| m.len() > MAX_FILE_BYTES) {
@@ -164,70 +167,36 @@ fn place(rel: &str, pattern: &Regex, text: &str) -> Option<Place> {
     })
 }
 
-/// The task's own files (`prompt.txt`, `metadata.json`) name the task's
-/// words, not the project's conventions.
-fn is_task_file(rel: &str) -> bool {
-    rel == "prompt.txt" || rel == "metadata.json"
-}
-
 /// Per file of a unified diff, the new-side line numbers it adds, and for a
-/// pure deletion the line it happened at. Hunk lengths are counted, so a
-/// removed line that begins `-- ` is not taken for a file header.
+/// pure deletion the line it happened at (deleted files left out). A diff
+/// that does not parse yields nothing: the section is a hint, not a check.
 fn changed_lines(diff: &str) -> Vec<(String, Vec<usize>)> {
-    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
-    let mut line = 0usize;
-    let mut current: Option<usize> = None;
-    // Old-side and new-side lines left in the current hunk.
-    let (mut old_left, mut new_left) = (0usize, 0usize);
-    for text in diff.lines() {
-        if old_left == 0 && new_left == 0 {
-            if let Some(path) = text.strip_prefix("+++ ") {
-                let path = path.trim().trim_start_matches("b/").to_string();
-                current = (path != "/dev/null").then(|| {
-                    out.push((path, Vec::new()));
-                    out.len() - 1
-                });
-            } else if let Some(header) = text.strip_prefix("@@ ") {
-                // `@@ -a,b +c,d @@`: new-side lines start at c.
-                let range = |sign: char| -> (usize, usize) {
-                    let part = header
-                        .split_whitespace()
-                        .find_map(|p| p.strip_prefix(sign))
-                        .unwrap_or("0");
-                    let mut it = part.split(',');
-                    let start = it.next().and_then(|n| n.parse().ok()).unwrap_or(0);
-                    let len = it.next().map_or(Some(1), |n| n.parse().ok()).unwrap_or(0);
-                    (start, len)
-                };
-                let (_, old_len) = range('-');
-                let (new_start, new_len) = range('+');
-                (line, old_left, new_left) = (new_start, old_len, new_len);
+    let Ok(patch) = quire_patch::parse(diff) else {
+        return Vec::new();
+    };
+    patch
+        .files
+        .iter()
+        .filter(|file| !file.is_deletion())
+        .map(|file| {
+            let mut lines = Vec::new();
+            for hunk in &file.hunks {
+                let mut line = hunk.new_start;
+                for hunk_line in &hunk.lines {
+                    match hunk_line {
+                        HunkLine::Add(_) => {
+                            lines.push(line);
+                            line += 1;
+                        }
+                        HunkLine::Remove(_) => lines.push(line),
+                        HunkLine::Context(_) => line += 1,
+                    }
+                }
             }
-            continue;
-        }
-        let changed = if text.starts_with('+') {
-            new_left = new_left.saturating_sub(1);
-            true
-        } else if text.starts_with('-') {
-            old_left = old_left.saturating_sub(1);
-            true
-        } else {
-            if !text.starts_with('\\') {
-                old_left = old_left.saturating_sub(1);
-                new_left = new_left.saturating_sub(1);
-            }
-            false
-        };
-        if changed && let Some(index) = current {
-            out[index].1.push(line);
-        }
-        // Added and context lines move the new side on; removed ones do not.
-        if !text.starts_with('-') && !text.starts_with('\\') {
-            line += 1;
-        }
-    }
-    out.retain(|(_, lines)| !lines.is_empty());
-    out
+            (file.path().to_string(), lines)
+        })
+        .filter(|(_, lines)| !lines.is_empty())
+        .collect()
 }
 
 #[cfg(test)]

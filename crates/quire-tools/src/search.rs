@@ -87,7 +87,7 @@ const HIT_CHARS: usize = 200;
 /// The task's own files at the workspace root (Ark layout): `prompt.txt`,
 /// and `metadata.json` beside it. The model already has the task, so hits
 /// in them are noise.
-fn is_task_file(root: &Path, path: &Path) -> bool {
+pub(crate) fn is_task_file(root: &Path, path: &Path) -> bool {
     // The name first: this runs for every file of the walk.
     let name = path.file_name();
     if name != Some("prompt.txt".as_ref()) && name != Some("metadata.json".as_ref()) {
