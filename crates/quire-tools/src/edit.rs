@@ -245,10 +245,19 @@ pub(crate) fn splits_block(path: &str, content: &str, edit: &Edit) -> Option<Spl
     if added.len() <= headers(old_text).len() {
         return None;
     }
-    // New text put before `old`, which is kept at its end (a class added
-    // above another): what follows the span follows the same lines as
-    // before.
-    if !old_text.trim().is_empty() && edit.replacement.trim_end().ends_with(old_text.trim_end()) {
+    // The rest of the block belongs to whichever header is open at the end
+    // of the span. When `new` ends with the same header and lines as `old`
+    // does (a class or stub added above another, `old` kept after it), that
+    // owner is unchanged. Live sessions were refused adding a stub above
+    // `def intersperse(` and a test class above `class IlenTests`.
+    let from_last_header = |text: &'_ str| -> Option<String> {
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().rposition(|l| python_def().is_match(l))?;
+        Some(lines[at..].join("\n").trim_end().to_string())
+    };
+    if let Some(kept) = from_last_header(old_text)
+        && from_last_header(&edit.replacement).as_ref() == Some(&kept)
+    {
         return None;
     }
     let header = added.last()?;

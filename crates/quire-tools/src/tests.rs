@@ -995,6 +995,51 @@ async fn an_edit_that_adds_a_definition_inside_a_block_is_refused_with_where_the
     });
     let out = call(&tools(&ws), &mut ctx, "edit_file", above).await;
     assert!(!out.is_error, "{}", out.agent_view);
+    // The same with `old` starting in the block before: what `new` ends
+    // with is still the header `old` ended with.
+    let between = json!({
+        "path": "tests/test_more.py",
+        "old": "        pass\n\n\nclass IequalsTests(TestCase):\n",
+        "new": "        pass\n\n\nclass OtherTests(TestCase):\n    def test_other(self):\n        pass\n\n\nclass IequalsTests(TestCase):\n",
+    });
+    let out = call(&tools(&ws), &mut ctx, "edit_file", between).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    // But `old`'s lines kept at the end of `new` under an added header are
+    // taken into it, and so is the rest of their block: refused.
+    let swallowed = json!({
+        "path": "tests/test_more.py",
+        "old": "        self.assertFalse(mi.iequals('abc', 'ab'))\n",
+        "new": "    def test_swallow(self):\n        self.assertFalse(mi.iequals('abc', 'ab'))\n",
+    });
+    let out = call(&tools(&ws), &mut ctx, "edit_file", swallowed).await;
+    assert!(out.is_error, "{}", out.agent_view);
+    assert!(
+        out.agent_view.contains("def test_swallow(self):"),
+        "{}",
+        out.agent_view
+    );
+}
+
+/// A stub added above a signature that spans several lines, in a `.pyi`:
+/// the signature's continuation is still that signature's.
+#[tokio::test]
+async fn a_stub_added_above_a_multiline_signature_is_not_a_split() {
+    let code = "def interleave(*iterables: Iterable[_T]) -> Iterator[_T]: ...\ndef intersperse(\n    e: _U, iterable: Iterable[_T], n: int = ...\n) -> Iterator[_T | _U]: ...\n";
+    let ws = workspace(&[("more.pyi", code)]);
+    let mut ctx = ctx();
+    read(&ws, &mut ctx, "more.pyi").await;
+    let stub = json!({
+        "path": "more.pyi",
+        "old": "def interleave(*iterables: Iterable[_T]) -> Iterator[_T]: ...\ndef intersperse(\n",
+        "new": "def interleave(*iterables: Iterable[_T]) -> Iterator[_T]: ...\ndef subfactorial(n: int) -> int: ...\ndef intersperse(\n",
+    });
+    let out = call(&tools(&ws), &mut ctx, "edit_file", stub).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    let edited = std::fs::read_to_string(ws.root.join("more.pyi")).unwrap();
+    assert!(
+        edited.contains("def subfactorial(n: int) -> int: ...\ndef intersperse(\n    e: _U"),
+        "{edited}"
+    );
 }
 
 #[tokio::test]
