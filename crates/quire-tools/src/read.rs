@@ -31,6 +31,7 @@ pub(crate) const ERRORS: &[&str] = &[
     "symbol_near",
     "symbol_unsupported",
     "symbol_also",
+    "symbol_loose",
     "outline_header",
     "outline_none",
 ];
@@ -173,6 +174,15 @@ fn symbol_range(
     let defs = definitions(lines, syntax);
     let hits = symbols::find(&defs, wanted);
     let Some(first) = hits.first() else {
+        if let Some(only) = symbols::loose(&defs, wanted) {
+            let shown = text(
+                config,
+                TOOL,
+                "symbol_loose",
+                &[("symbol", wanted), ("name", &only.qualified)],
+            );
+            return Ok((only.start, only.end, shown));
+        }
         let near = symbols::near(&defs, wanted, 8);
         let near = if near.is_empty() {
             String::new()

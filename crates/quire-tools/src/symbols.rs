@@ -278,6 +278,28 @@ pub(crate) fn enclosing(defs: &[Definition], line: usize) -> Option<&Definition>
         .max_by_key(|d| (d.depth, d.start))
 }
 
+/// The one definition whose name is `wanted` up to case and a final `s`
+/// (`SeekableTests` for `SeekableTest`), when exactly one is: a note or a
+/// guess that got a test class's plural wrong then still reads it in the
+/// same call instead of costing a round.
+pub(crate) fn loose<'a>(defs: &'a [Definition], wanted: &str) -> Option<&'a Definition> {
+    let wanted = wanted.trim().trim_end_matches("()");
+    if wanted.contains('.') || wanted.contains("::") {
+        return None;
+    }
+    let loosen = |name: &str| {
+        let lower = name.to_lowercase();
+        lower.strip_suffix('s').map(str::to_string).unwrap_or(lower)
+    };
+    let key = loosen(wanted);
+    if key.len() < 4 {
+        return None;
+    }
+    let mut matches = defs.iter().filter(|d| loosen(&d.name) == key);
+    let first = matches.next()?;
+    matches.next().is_none().then_some(first)
+}
+
 /// Names close to `wanted` (same name in another case, or containing it),
 /// for a not-found message.
 pub(crate) fn near<'a>(defs: &'a [Definition], wanted: &str, max: usize) -> Vec<&'a str> {
@@ -326,6 +348,10 @@ mod tests {
         assert_eq!(find(&d, "Box.get")[0].start, 14);
         assert!(find(&d, "missing").is_empty());
         assert_eq!(near(&d, "Put", 3), vec!["Box.put"]);
+        assert_eq!(loose(&d, "Boxes").map(|d| d.start), None, "only a final s");
+        assert_eq!(loose(&d, "boxs").map(|d| d.start), None, "too short");
+        assert_eq!(loose(&d, "FIRSTS").map(|d| d.start), Some(3));
+        assert_eq!(loose(&d, "Box.gets"), None, "qualified names stay exact");
     }
 
     #[test]

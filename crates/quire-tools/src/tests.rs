@@ -2047,6 +2047,30 @@ async fn read_symbol_shows_one_definition_whole() {
         "13|     def elements(self):\n14|         return self.items"
     );
 
+    // A plural the file does not have (a note guessed `<Name>Tests`): the
+    // one definition named so up to case and a final s is shown, and said.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "pkg/more.py", "symbol": "seekables"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert!(
+        out.agent_view.starts_with(" 4| class Seekable:"),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        out.agent_view.ends_with(&quire_config::render(
+            &err_text(&ctx, "read_file", "symbol_loose"),
+            &[("symbol", "seekables"), ("name", "Seekable")]
+        )),
+        "{}",
+        out.agent_view
+    );
+
     // Unknown: close names are offered; not code: said so.
     let out = call(
         &tools(&ws),
