@@ -551,8 +551,10 @@ fn names_line(m: &quire_tools::Mentions) -> String {
 
 /// Notes of the project listed in the digest at most.
 const EXISTING_NOTES: usize = 6;
-/// Characters of a project map's body shown in the digest.
-const MAP_BODY_CHARS: usize = 2_000;
+/// Characters of a project map's body shown in the digest: far more than
+/// a map should hold, since the note-taker edits it with `note_update` and
+/// must see its last lines (one spent a call reading a map cut here at 2k).
+const MAP_BODY_CHARS: usize = 6_000;
 
 impl Distiller {
     /// A session with nothing new to teach is skipped without a model call
