@@ -5,7 +5,9 @@
 //! teach that the notes do not already say when it worked on files the
 //! project's notes already name, or when it took so few model calls
 //! (`notes.triage_max_calls`) that no note could have saved one and it
-//! changed only files the notes name: it is skipped without a model call.
+//! changed only files the notes name, or when it took the fewest calls a
+//! change can take (two: one batch of reads, one reply with the change):
+//! it is skipped without a model call.
 //! Everything else (the first session on a project, any error, a change in
 //! a part of the code the notes do not know yet, a longer session on files
 //! they do not know) goes to the note-taker.
@@ -78,6 +80,15 @@ pub fn nothing_to_learn(
         .iter()
         .filter(|e| matches!(e.kind, EventKind::ModelRequest { .. }))
         .count();
+    // One batch of reads and one reply with the change is the fewest calls
+    // a change can take: no note could have saved one, whatever files it
+    // touched (distilling such sessions cost 5-8k prompt tokens each in a
+    // live sitting and bought nothing later sessions could use).
+    if calls > 0 && calls <= 2 && calls <= max_calls as usize {
+        return Some(format!(
+            "nothing new to learn: the change went through in {calls} model calls without an error, the fewest a change takes"
+        ));
+    }
     // A short session has no call a note could have saved; what it can
     // still teach is where the code it changed lives, when no note says.
     let changed: Vec<&str> = events
@@ -235,8 +246,7 @@ mod tests {
     }
 
     #[test]
-    fn a_short_clean_session_is_skipped_whatever_files_it_read_unless_it_changed_one_no_note_names()
-    {
+    fn a_short_clean_session_is_skipped_unless_a_third_call_went_to_files_no_note_names() {
         let dir = tempfile::tempdir().unwrap();
         let notes = vec![map_note(dir.path())];
         // Two calls: read a file the map does not name, then edit one it does.
@@ -254,8 +264,10 @@ mod tests {
         .into_iter()
         .chain(ended())
         .collect();
-        // The same session changing a file no note names: distilled, the
-        // map has not heard of that part of the code yet.
+        // The same session changing a file no note names: two calls are the
+        // fewest a change takes, so it is skipped too; with a third call
+        // (one a map could have saved) it is distilled, the map has not
+        // heard of that part of the code yet.
         let elsewhere: Vec<Event> = short
             .iter()
             .map(|e| match &e.kind {
@@ -267,14 +279,25 @@ mod tests {
             })
             .collect();
         let facts_e = SessionFacts::from_events(&elsewhere);
-        assert!(nothing_to_learn(&facts_e, &elsewhere, &notes, 3).is_none());
-        let facts = SessionFacts::from_events(&short);
-        let why = nothing_to_learn(&facts, &short, &notes, 3);
+        let why = nothing_to_learn(&facts_e, &elsewhere, &notes, 3);
         assert!(
-            why.as_deref()
-                .is_some_and(|w| w.contains("in 2 model calls")),
+            why.as_deref().is_some_and(|w| w.contains("the fewest")),
             "{why:?}"
         );
+        let mut longer = elsewhere.clone();
+        longer.insert(3, request(2));
+        let facts_l = SessionFacts::from_events(&longer);
+        assert!(nothing_to_learn(&facts_l, &longer, &notes, 3).is_none());
+        let mut longer_known = short.clone();
+        longer_known.insert(3, request(2));
+        let facts_k = SessionFacts::from_events(&longer_known);
+        let why = nothing_to_learn(&facts_k, &longer_known, &notes, 3);
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains("in 3 model calls")),
+            "{why:?}"
+        );
+        let facts = SessionFacts::from_events(&short);
         // Past the limit, or with the rule off, the unknown file counts.
         assert!(nothing_to_learn(&facts, &short, &notes, 1).is_none());
         assert!(nothing_to_learn(&facts, &short, &notes, 0).is_none());
