@@ -613,12 +613,16 @@ impl Distiller {
                 && let Ok(Some(note)) = self.notes.tree.get(&hit.id)
                 && let Some((body, cut)) = cut_at_line(&note.body, MAP_BODY_CHARS)
             {
-                for line in body.lines() {
-                    lines.push(format!("    {line}"));
-                }
+                // Unindented between fences, as sessions see it: the
+                // note-taker copies these lines into note_update's `old`,
+                // which matches the stored body exactly (one copied an
+                // indent this added, and its update could not apply).
+                lines.push("----".to_string());
+                lines.extend(body.lines().map(str::to_string));
                 if cut {
-                    lines.push("    …".to_string());
+                    lines.push("…".to_string());
                 }
+                lines.push("----".to_string());
             }
         }
         lines.join("\n")

@@ -514,3 +514,47 @@ async fn the_digest_says_where_the_changed_definitions_are_named_in_the_project(
         "only what the diff touched: {first}"
     );
 }
+
+/// The note-taker copies lines of the map from the digest into
+/// `note_update`'s `old`, which matches the stored body exactly: the digest
+/// shows the body as stored (a player copied an indent the digest had
+/// added, and the update could not apply).
+#[tokio::test]
+async fn the_digest_shows_the_map_as_stored_so_its_lines_can_be_updated() {
+    let env = Env::new();
+    let map = env
+        .notes
+        .tree
+        .create(
+            NewNote::project("shop", "map", Kind::Architecture, "shop project map")
+                .body("- src/orders.py: OrderService.\n- Tests: tests/test_orders.py."),
+        )
+        .unwrap();
+    env.notes.index.upsert(&map).unwrap();
+    let id = env.session(&[], "completed");
+    let map_id = map.id().to_string();
+    let server = ScriptedServer::start(Script::sequence(vec![
+        Reply::ToolCalls(vec![call(
+            "note_update",
+            json!({"id": map_id, "old": "- src/orders.py: OrderService.\n- Tests: tests/test_orders.py.", "new": "- src/orders.py: OrderService, Order.\n- Tests: tests/test_orders.py."}),
+        )]),
+        done("map extended"),
+    ]))
+    .await;
+    env.distiller(&server)
+        .run_session(&id, &Interrupt::new())
+        .await
+        .unwrap()
+        .unwrap();
+    server.assert_clean();
+    assert!(
+        requests_mention(
+            &server,
+            "\n- src/orders.py: OrderService.\n- Tests: tests/test_orders.py.\n"
+        ),
+        "the map's lines as stored: {}",
+        server.requests()[0].all_text()
+    );
+    let body = env.notes.tree.get(&map_id).unwrap().unwrap().body;
+    assert!(body.contains("OrderService, Order."), "{body}");
+}
