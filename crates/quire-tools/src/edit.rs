@@ -5,6 +5,7 @@ use quire_core::{Ctx, ToolOutput};
 use quire_workspace::SessionCopy;
 use serde_json::{Map, Value};
 
+use crate::insert::{Anchor, NotInserted, insertion};
 use crate::paths::{Refusal, not_applicable, resolve};
 use crate::state::WorkspaceState;
 use crate::util::{
@@ -33,6 +34,14 @@ pub(crate) const ERRORS: &[&str] = &[
     "not_applicable",
     "splits_block",
     "splits_block_named",
+    "old_and_insert",
+    "empty_new",
+    "insert_unsupported",
+    "insert_no_imports",
+    "insert_already_imported",
+    "insert_no_symbol",
+    "insert_many_symbols",
+    "insert_loose",
 ];
 /// Lines of context shown around the edited region.
 const CONTEXT: usize = 2;
@@ -73,10 +82,20 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         }
         Ok(_) => {}
     }
-    if !ctx.state.get_mut::<WorkspaceState>().was_read(path) {
+    let insert_after = str_arg(args, "insert_after")
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    if insert_after.is_some() && !old.is_empty() {
+        return ToolOutput::error(text(&config, TOOL, "old_and_insert", &[("path", path)]));
+    }
+    // An insertion depends on no text the model copied, so it needs no read.
+    if insert_after.is_none() && !ctx.state.get_mut::<WorkspaceState>().was_read(path) {
         return ToolOutput::error(text(&config, TOOL, "not_read", &[("path", path)]));
     }
-    if old.is_empty() {
+    if insert_after.is_some() && new.trim().is_empty() {
+        return ToolOutput::error(text(&config, TOOL, "empty_new", &[("path", path)]));
+    }
+    if insert_after.is_none() && old.is_empty() {
         return ToolOutput::error(text(&config, TOOL, "empty_old", &[("path", path)]));
     }
     if old == new {
@@ -95,44 +114,67 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         }
     };
 
-    let edit = match locate(&content, old, new) {
-        Located::One(edit) => edit,
-        Located::Many { count, mut lines } => {
-            ctx.state
-                .get_mut::<WorkspaceState>()
-                .note_edit_failure(path);
-            lines.dedup();
-            let mut shown: Vec<String> = lines
-                .iter()
-                .take(MANY_MAX)
-                .map(ToString::to_string)
-                .collect();
-            if lines.len() > MANY_MAX {
-                shown.push("…".to_string());
+    let mut extra_notes = Vec::new();
+    let edit = if let Some(anchor) = insert_after {
+        match insertion(path, &content, &Anchor::parse(anchor), new) {
+            Ok(done) => {
+                if let Some(name) = done.loose {
+                    extra_notes.push(text(
+                        &config,
+                        TOOL,
+                        "insert_loose",
+                        &[("symbol", anchor), ("name", &name)],
+                    ));
+                }
+                done.edit
             }
-            return ToolOutput::error(text(
-                &config,
-                TOOL,
-                "many_matches",
-                &[
-                    ("path", path),
-                    ("count", &count.to_string()),
-                    ("lines", &shown.join(", ")),
-                ],
-            ));
+            Err(refusal) => {
+                ctx.state
+                    .get_mut::<WorkspaceState>()
+                    .note_edit_failure(path);
+                return ToolOutput::error(insert_refusal(&config, path, anchor, refusal));
+            }
         }
-        Located::None => {
-            ctx.state
-                .get_mut::<WorkspaceState>()
-                .note_edit_failure(path);
-            let wanted = strip_numbers(old).unwrap_or_else(|| old.to_string());
-            let nearest = nearest_lines(&content, &wanted);
-            return ToolOutput::error(text(
-                &config,
-                TOOL,
-                "no_match",
-                &[("path", path), ("nearest", &nearest)],
-            ));
+    } else {
+        match locate(&content, old, new) {
+            Located::One(edit) => edit,
+            Located::Many { count, mut lines } => {
+                ctx.state
+                    .get_mut::<WorkspaceState>()
+                    .note_edit_failure(path);
+                lines.dedup();
+                let mut shown: Vec<String> = lines
+                    .iter()
+                    .take(MANY_MAX)
+                    .map(ToString::to_string)
+                    .collect();
+                if lines.len() > MANY_MAX {
+                    shown.push("…".to_string());
+                }
+                return ToolOutput::error(text(
+                    &config,
+                    TOOL,
+                    "many_matches",
+                    &[
+                        ("path", path),
+                        ("count", &count.to_string()),
+                        ("lines", &shown.join(", ")),
+                    ],
+                ));
+            }
+            Located::None => {
+                ctx.state
+                    .get_mut::<WorkspaceState>()
+                    .note_edit_failure(path);
+                let wanted = strip_numbers(old).unwrap_or_else(|| old.to_string());
+                let nearest = nearest_lines(&content, &wanted);
+                return ToolOutput::error(text(
+                    &config,
+                    TOOL,
+                    "no_match",
+                    &[("path", path), ("nearest", &nearest)],
+                ));
+            }
         }
     };
 
@@ -205,7 +247,50 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
         agent.push('\n');
         agent.push_str(&text(&config, TOOL, key, &[("path", path)]));
     }
+    for note in extra_notes {
+        agent.push('\n');
+        agent.push_str(&note);
+    }
     ToolOutput::ok(agent, file_diff(path, Some(&content), Some(&updated)))
+}
+
+/// The message for an `insert_after` that found nowhere to insert.
+fn insert_refusal(
+    config: &quire_config::AgentConfig,
+    path: &str,
+    anchor: &str,
+    refusal: NotInserted,
+) -> String {
+    match refusal {
+        NotInserted::Unsupported => text(config, TOOL, "insert_unsupported", &[("path", path)]),
+        NotInserted::NoImports => text(config, TOOL, "insert_no_imports", &[("path", path)]),
+        NotInserted::AlreadyImported => {
+            text(config, TOOL, "insert_already_imported", &[("path", path)])
+        }
+        NotInserted::NoSymbol { near } => {
+            let near = if near.is_empty() {
+                "none".to_string()
+            } else {
+                near.join(", ")
+            };
+            text(
+                config,
+                TOOL,
+                "insert_no_symbol",
+                &[("path", path), ("symbol", anchor), ("near", &near)],
+            )
+        }
+        NotInserted::ManySymbols(names) => text(
+            config,
+            TOOL,
+            "insert_many_symbols",
+            &[
+                ("path", path),
+                ("symbol", anchor),
+                ("names", &names.join(", ")),
+            ],
+        ),
+    }
 }
 
 /// An edit that adds a Python definition in the middle of a block: the

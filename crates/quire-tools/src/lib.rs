@@ -12,6 +12,7 @@
 mod commands;
 mod edit;
 mod finish;
+mod insert;
 mod list;
 mod mentions;
 mod patch;

@@ -896,6 +896,50 @@ async fn lines_shown_by_search_count_as_read_but_cut_ones_do_not() {
 }
 
 #[tokio::test]
+async fn insert_after_adds_a_test_method_and_an_import_without_a_read() {
+    let src = "from decimal import Decimal\n\n\nclass SlicedTests:\n    def test_a(self):\n        pass\n\n\ndef helper():\n    pass\n";
+    let ws = workspace(&[("tests/test_m.py", src)]);
+    let mut ctx = ctx();
+    let method = json!({"path": "tests/test_m.py", "insert_after": "SlicedTests",
+        "new": "    def test_negative(self):\n        assert True\n"});
+    let out = call(&tools(&ws), &mut ctx, "edit_file", method).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    let import =
+        json!({"path": "tests/test_m.py", "insert_after": "imports", "new": "import math"});
+    let out = call(&tools(&ws), &mut ctx, "edit_file", import).await;
+    assert!(!out.is_error, "{}", out.agent_view);
+    assert!(
+        out.agent_view.contains("2| import math"),
+        "{}",
+        out.agent_view
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("tests/test_m.py")).unwrap(),
+        "from decimal import Decimal\nimport math\n\n\nclass SlicedTests:\n    def test_a(self):\n        pass\n\n    def test_negative(self):\n        assert True\n\n\ndef helper():\n    pass\n"
+    );
+
+    let both =
+        json!({"path": "tests/test_m.py", "insert_after": "helper", "old": "pass", "new": "x = 1"});
+    let out = call(&tools(&ws), &mut ctx, "edit_file", both).await;
+    assert!(out.is_error);
+    let missing =
+        json!({"path": "tests/test_m.py", "insert_after": "ChunkedTests", "new": "x = 1"});
+    let out = call(&tools(&ws), &mut ctx, "edit_file", missing).await;
+    assert!(out.is_error);
+    assert!(
+        out.agent_view.contains("No definition `ChunkedTests`"),
+        "{}",
+        out.agent_view
+    );
+    assert!(
+        std::fs::read_to_string(ws.root.join("tests/test_m.py"))
+            .unwrap()
+            .ends_with("def helper():\n    pass\n"),
+        "a refused insertion changes nothing"
+    );
+}
+
+#[tokio::test]
 async fn edit_refused_before_read_then_applied() {
     let ws = workspace(&[("m.py", "def f():\n    return 1\n")]);
     let mut ctx = ctx();

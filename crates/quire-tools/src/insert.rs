@@ -1,0 +1,347 @@
+//! `edit_file` with `insert_after`: add text after a named definition or
+//! after a file's import lines, without an `old` to copy. Adding a test
+//! method at the end of a test class, a function after its sibling, or an
+//! import to a module seen only through search hits cost live sessions a
+//! whole reply spent reading the lines to anchor `old` on.
+
+use crate::edit::Edit;
+use crate::symbols::{self, Definition, Syntax, definitions, indent_of};
+use crate::util::split_lines;
+
+/// Where `insert_after` puts the new text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Anchor {
+    /// After the last top-level import statement.
+    Imports,
+    /// After the last line of the named definition.
+    Definition(String),
+}
+
+impl Anchor {
+    /// `imports` names the import lines; anything else a definition.
+    pub(crate) fn parse(raw: &str) -> Anchor {
+        let raw = raw.trim();
+        if raw == "imports" {
+            Anchor::Imports
+        } else {
+            Anchor::Definition(raw.to_string())
+        }
+    }
+}
+
+/// Why nothing was inserted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NotInserted {
+    /// The file's kind has no definitions Quire can find.
+    Unsupported,
+    /// No top-level import statement before the first definition.
+    NoImports,
+    /// Every line of `new` is already among the import lines.
+    AlreadyImported,
+    /// No definition of that name; the names close to it.
+    NoSymbol { near: Vec<String> },
+    /// Several definitions of that name, qualified.
+    ManySymbols(Vec<String>),
+}
+
+/// What was found to insert after, for the success message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Inserted {
+    pub edit: Edit,
+    /// The definition's qualified name when it was matched loosely.
+    pub loose: Option<String>,
+}
+
+/// The edit that puts `new` after `anchor` in `content`.
+pub(crate) fn insertion(
+    path: &str,
+    content: &str,
+    anchor: &Anchor,
+    new: &str,
+) -> Result<Inserted, NotInserted> {
+    let syntax = Syntax::of(path).ok_or(NotInserted::Unsupported)?;
+    let lines = split_lines(content);
+    let defs = definitions(&lines, syntax);
+    let body = trim_blank_lines(new);
+    let (after_line, loose, blank) = match anchor {
+        Anchor::Imports => {
+            let last = last_import_line(&lines, &defs, syntax).ok_or(NotInserted::NoImports)?;
+            if already_imported(&lines[..last], &body) {
+                return Err(NotInserted::AlreadyImported);
+            }
+            (last, None, 0)
+        }
+        Anchor::Definition(name) => {
+            let (def, loose) = definition(&defs, name)?;
+            let top_level = body
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| indent_of(l) == 0);
+            // PEP 8 keeps two blank lines between top-level definitions.
+            let blank = if syntax == Syntax::Indent && top_level && def.depth == 0 {
+                2
+            } else {
+                1
+            };
+            (def.end, loose, blank)
+        }
+    };
+    let start = offset_after_line(content, after_line);
+    let mut replacement = String::new();
+    if start == content.len() && !content.is_empty() && !content.ends_with('\n') {
+        replacement.push('\n');
+    }
+    for _ in 0..blank {
+        replacement.push('\n');
+    }
+    replacement.push_str(&body);
+    replacement.push('\n');
+    if content.contains("\r\n") {
+        replacement = replacement.replace('\n', "\r\n");
+    }
+    Ok(Inserted {
+        edit: Edit {
+            start,
+            end: start,
+            replacement,
+            notes: Vec::new(),
+        },
+        loose,
+    })
+}
+
+fn definition<'a>(
+    defs: &'a [Definition],
+    name: &str,
+) -> Result<(&'a Definition, Option<String>), NotInserted> {
+    let hits = symbols::find(defs, name);
+    match hits.as_slice() {
+        [one] => Ok((one, None)),
+        [] => match symbols::loose(defs, name) {
+            Some(only) => Ok((only, Some(only.qualified.clone()))),
+            None => Err(NotInserted::NoSymbol {
+                near: symbols::near(defs, name, 8)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect(),
+            }),
+        },
+        many => Err(NotInserted::ManySymbols(
+            many.iter().map(|d| d.qualified.clone()).collect(),
+        )),
+    }
+}
+
+/// The 1-based line where the last top-level import statement ends, among
+/// the lines before the first top-level definition.
+fn last_import_line(lines: &[&str], defs: &[Definition], syntax: Syntax) -> Option<usize> {
+    let header_end = defs
+        .iter()
+        .filter(|d| d.depth == 0)
+        .map(|d| d.start - 1)
+        .min()
+        .unwrap_or(lines.len());
+    let starts_import = |line: &str| match syntax {
+        Syntax::Indent => line.starts_with("import ") || line.starts_with("from "),
+        Syntax::Braces => {
+            line.starts_with("use ")
+                || line.starts_with("pub use ")
+                || line.starts_with("import ")
+                || line.starts_with("#include")
+        }
+    };
+    let mut last = None;
+    let mut i = 0;
+    while i < header_end {
+        if !starts_import(lines[i]) {
+            i += 1;
+            continue;
+        }
+        // A statement goes on while its brackets are open.
+        let mut depth: i64 = 0;
+        let mut j = i;
+        loop {
+            for c in lines[j].chars() {
+                match c {
+                    '(' | '[' | '{' => depth += 1,
+                    ')' | ']' | '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            if depth <= 0 || j + 1 >= lines.len() {
+                break;
+            }
+            j += 1;
+        }
+        last = Some(j + 1);
+        i = j + 1;
+    }
+    last
+}
+
+fn already_imported(header: &[&str], body: &str) -> bool {
+    let mut wanted = body.lines().map(str::trim).filter(|l| !l.is_empty());
+    let have: Vec<&str> = header.iter().map(|l| l.trim()).collect();
+    wanted.all(|l| have.contains(&l))
+}
+
+/// Byte offset of the start of line `line + 1` (1-based `line`), or the end.
+fn offset_after_line(content: &str, line: usize) -> usize {
+    let mut seen = 0;
+    for (at, c) in content.char_indices() {
+        if c == '\n' {
+            seen += 1;
+            if seen == line {
+                return at + 1;
+            }
+        }
+    }
+    content.len()
+}
+
+fn trim_blank_lines(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let first = lines.iter().position(|l| !l.trim().is_empty());
+    let last = lines.iter().rposition(|l| !l.trim().is_empty());
+    match (first, last) {
+        (Some(first), Some(last)) => lines[first..=last]
+            .iter()
+            .map(|l| l.trim_end())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(path: &str, content: &str, anchor: &str, new: &str) -> String {
+        let done = insertion(path, content, &Anchor::parse(anchor), new).unwrap_or_else(|e| {
+            panic!("{e:?}");
+        });
+        let e = done.edit;
+        format!(
+            "{}{}{}",
+            &content[..e.start],
+            e.replacement,
+            &content[e.end..]
+        )
+    }
+
+    const MODULE: &str = "\"\"\"Reports.\"\"\"\nfrom decimal import Decimal\nfrom src.money import (\n    ZERO,\n    total,\n)\n\nLIMIT = 3\n\n\ndef sales(orders):\n    return [o for o in orders if o.status == \"paid\"]\n\n\nclass SalesTests:\n    def test_one(self):\n        assert sales([]) == []\n\n    def test_two(self):\n        assert True\n\n\ndef last():\n    pass\n";
+
+    #[test]
+    fn an_import_goes_after_the_last_import_statement_even_a_multi_line_one() {
+        let out = apply(
+            "src/reports.py",
+            MODULE,
+            "imports",
+            "from src.orders import OrderStatus\n",
+        );
+        assert!(
+            out.contains("    total,\n)\nfrom src.orders import OrderStatus\n\nLIMIT = 3"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn an_import_already_there_is_refused() {
+        let got = insertion(
+            "src/reports.py",
+            MODULE,
+            &Anchor::Imports,
+            "from decimal import Decimal",
+        );
+        assert_eq!(got.err(), Some(NotInserted::AlreadyImported));
+    }
+
+    #[test]
+    fn a_method_goes_at_the_end_of_its_class_with_one_blank_line() {
+        let out = apply(
+            "tests/test_reports.py",
+            MODULE,
+            "SalesTests",
+            "    def test_three(self):\n        assert False\n",
+        );
+        assert!(
+            out.contains("        assert True\n\n    def test_three(self):\n        assert False\n\n\ndef last():"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_top_level_function_goes_after_its_sibling_with_two_blank_lines() {
+        let out = apply(
+            "src/reports.py",
+            MODULE,
+            "sales",
+            "def refunds(orders):\n    return []",
+        );
+        assert!(
+            out.contains(
+                "== \"paid\"]\n\n\ndef refunds(orders):\n    return []\n\n\nclass SalesTests"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn the_last_definition_of_a_file_without_a_final_break_still_ends_its_line() {
+        let content = "def a():\n    return 1";
+        let out = apply("m.py", content, "a", "def b():\n    return 2\n");
+        assert_eq!(out, "def a():\n    return 1\n\n\ndef b():\n    return 2\n");
+    }
+
+    #[test]
+    fn a_name_up_to_case_and_a_final_s_is_matched_loosely_and_said() {
+        let got = insertion(
+            "t.py",
+            MODULE,
+            &Anchor::parse("SalesTest"),
+            "    def x(self): pass",
+        );
+        assert_eq!(got.map(|i| i.loose), Ok(Some("SalesTests".to_string())));
+    }
+
+    #[test]
+    fn unknown_ambiguous_and_unsupported_anchors_are_refused() {
+        assert!(matches!(
+            insertion("m.py", MODULE, &Anchor::parse("nothing_here"), "x = 1"),
+            Err(NotInserted::NoSymbol { .. })
+        ));
+        let two = "class A:\n    def run(self):\n        pass\n\n\nclass B:\n    def run(self):\n        pass\n";
+        assert_eq!(
+            insertion("m.py", two, &Anchor::parse("run"), "x = 1").err(),
+            Some(NotInserted::ManySymbols(vec![
+                "A.run".into(),
+                "B.run".into()
+            ]))
+        );
+        assert_eq!(
+            insertion("README.rst", "text\n", &Anchor::Imports, "x").err(),
+            Some(NotInserted::Unsupported)
+        );
+        assert_eq!(
+            insertion(
+                "m.py",
+                "def f():\n    import os\n",
+                &Anchor::Imports,
+                "import sys"
+            )
+            .err(),
+            Some(NotInserted::NoImports)
+        );
+    }
+
+    #[test]
+    fn rust_use_lines_take_an_import() {
+        let src = "use std::fmt;\nuse std::io::{\n    Read,\n    Write,\n};\n\nfn main() {}\n";
+        let out = apply("src/main.rs", src, "imports", "use std::path::Path;");
+        assert!(
+            out.contains("    Write,\n};\nuse std::path::Path;\n\nfn main"),
+            "{out}"
+        );
+    }
+}
