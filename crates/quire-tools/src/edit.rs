@@ -42,6 +42,7 @@ pub(crate) const ERRORS: &[&str] = &[
     "insert_no_symbol",
     "insert_many_symbols",
     "insert_loose",
+    "insert_indented",
 ];
 /// Lines of context shown around the edited region.
 const CONTEXT: usize = 2;
@@ -118,6 +119,14 @@ pub(crate) fn run(copy: &SessionCopy, ctx: &mut Ctx, args: &Map<String, Value>) 
     let edit = if let Some(anchor) = insert_after {
         match insertion(path, &content, &Anchor::parse(anchor), new) {
             Ok(done) => {
+                if done.indented {
+                    extra_notes.push(text(
+                        &config,
+                        TOOL,
+                        "insert_indented",
+                        &[("symbol", anchor)],
+                    ));
+                }
                 if let Some(name) = done.loose {
                     extra_notes.push(text(
                         &config,

@@ -50,6 +50,8 @@ pub(crate) struct Inserted {
     pub edit: Edit,
     /// The definition's qualified name when it was matched loosely.
     pub loose: Option<String>,
+    /// A method given shallower than its class body was indented into it.
+    pub indented: bool,
 }
 
 /// The edit that puts `new` after `anchor` in `content`.
@@ -62,7 +64,8 @@ pub(crate) fn insertion(
     let syntax = Syntax::of(path).ok_or(NotInserted::Unsupported)?;
     let lines = split_lines(content);
     let defs = definitions(&lines, syntax);
-    let body = trim_blank_lines(new);
+    let mut body = trim_blank_lines(new);
+    let mut indented = false;
     let (after_line, loose, blank) = match anchor {
         Anchor::Imports => {
             let last = last_import_line(&lines, &defs, syntax).ok_or(NotInserted::NoImports)?;
@@ -73,6 +76,22 @@ pub(crate) fn insertion(
         }
         Anchor::Definition(name) => {
             let (def, loose) = definition(&defs, name)?;
+            if def.kind == "class"
+                && let Some(shift) = method_shift(&lines, def, &body)
+            {
+                body = body
+                    .lines()
+                    .map(|l| {
+                        if l.trim().is_empty() {
+                            String::new()
+                        } else {
+                            format!("{}{l}", " ".repeat(shift))
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                indented = true;
+            }
             let top_level = body
                 .lines()
                 .find(|l| !l.trim().is_empty())
@@ -107,7 +126,44 @@ pub(crate) fn insertion(
             notes: Vec::new(),
         },
         loose,
+        indented,
     })
+}
+
+/// How far to indent `body` so a method written at column 0 lands in the
+/// class: its first `def` takes `self` or `cls` (or is a static or class
+/// method) and stands shallower than the class body. A player wrote a
+/// test method unindented, and it became a module function `pytest` could
+/// not call.
+fn method_shift(lines: &[&str], class: &Definition, body: &str) -> Option<usize> {
+    let body_indent = lines
+        .get(class.header..class.end)?
+        .iter()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| indent_of(l))?;
+    let mut decorated_as_method = false;
+    for line in body.lines().filter(|l| !l.trim().is_empty()) {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('@') {
+            decorated_as_method |=
+                trimmed.starts_with("@staticmethod") || trimmed.starts_with("@classmethod");
+            continue;
+        }
+        let indent = indent_of(line);
+        let signature = trimmed
+            .strip_prefix("async ")
+            .unwrap_or(trimmed)
+            .strip_prefix("def ")?;
+        let params = signature.split_once('(')?.1.trim_start();
+        let takes_self = ["self", "cls"].iter().any(|p| {
+            params
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.starts_with([',', ')', ':', ' ']))
+        });
+        return ((takes_self || decorated_as_method) && indent < body_indent)
+            .then(|| body_indent - indent);
+    }
+    None
 }
 
 fn definition<'a>(
@@ -267,6 +323,31 @@ mod tests {
         );
         assert!(
             out.contains("        assert True\n\n    def test_three(self):\n        assert False\n\n\ndef last():"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_method_given_at_column_zero_is_indented_into_the_class() {
+        let out = apply(
+            "tests/test_reports.py",
+            MODULE,
+            "SalesTests",
+            "def test_three(self):\n    s = 1\n\n    assert s\n",
+        );
+        assert!(
+            out.contains("        assert True\n\n    def test_three(self):\n        s = 1\n\n        assert s\n\n\ndef last():"),
+            "{out}"
+        );
+        // A function that takes no self stays a module function after the class.
+        let out = apply(
+            "tests/test_reports.py",
+            MODULE,
+            "SalesTests",
+            "def test_free():\n    pass\n",
+        );
+        assert!(
+            out.contains("        assert True\n\n\ndef test_free():\n    pass\n"),
             "{out}"
         );
     }
