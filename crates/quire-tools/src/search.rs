@@ -33,6 +33,7 @@ pub(crate) const ERRORS: &[&str] = &[
     "no_hits",
     "no_hits_glob",
     "no_hits_plain",
+    "as_regex",
     "not_found",
     "outside",
     "truncated",
@@ -153,13 +154,42 @@ impl Request {
 /// Runs the search; also returns the files whose hits were shown, with
 /// their content hashes: the model has seen those lines, so they count as
 /// read for `edit_file` (a rename after a search needs no extra reads).
+///
+/// A plain-text search that finds nothing for a pattern written as a
+/// regular expression (`^from itertools import`) is run again as one, and
+/// says so: a player spent a call learning that `^` was taken literally.
 pub(crate) fn run(config: &AgentConfig, req: &Request) -> (ToolOutput, Vec<(String, String)>) {
     let mut seen = Vec::new();
-    let out = search(config, req, &mut seen);
+    let mut total = 0;
+    let out = search(config, req, &mut seen, &mut total);
+    if total == 0 && !req.regex && looks_like_regex(&req.pattern) {
+        let as_regex = Request {
+            regex: true,
+            target: req.target.clone(),
+            root: req.root.clone(),
+            raw_path: req.raw_path.clone(),
+            pattern: req.pattern.clone(),
+            glob: req.glob.clone(),
+            ..*req
+        };
+        let mut seen_regex = Vec::new();
+        let mut total_regex = 0;
+        let again = search(config, &as_regex, &mut seen_regex, &mut total_regex);
+        if total_regex > 0 && !again.is_error {
+            let note = text(config, TOOL, "as_regex", &[("pattern", &req.pattern)]);
+            let agent = format!("{note}\n{}", again.agent_view);
+            return (ToolOutput::ok(agent.clone(), agent), seen_regex);
+        }
+    }
     (out, seen)
 }
 
-fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>) -> ToolOutput {
+fn search(
+    config: &AgentConfig,
+    req: &Request,
+    seen: &mut Vec<(String, String)>,
+    hits_found: &mut usize,
+) -> ToolOutput {
     let target = match &req.target {
         Ok(target) => target,
         Err(Refusal::Outside) => {
@@ -333,6 +363,7 @@ fn search(config: &AgentConfig, req: &Request, seen: &mut Vec<(String, String)>)
     }
 
     let where_ = target.rel.as_str();
+    *hits_found = total;
     if total == 0 {
         let out = match &req.glob {
             _ if !req.regex && looks_like_regex(&req.pattern) => text(
@@ -591,7 +622,9 @@ fn cut_files(cut: &[(String, usize)]) -> String {
 /// A plain-text pattern that was probably meant as a regex (alternation,
 /// wildcards, escapes): a miss says how to search for it.
 fn looks_like_regex(pattern: &str) -> bool {
-    ["|", ".*", ".+", "\\b", "\\s", "\\w", "\\(", "[^"]
+    ["|", ".*", ".+", "\\b", "\\s", "\\w", "\\d", "\\(", "[^"]
         .iter()
         .any(|m| pattern.contains(m))
+        || pattern.starts_with('^')
+        || (pattern.ends_with('$') && !pattern.ends_with("\\$"))
 }

@@ -619,6 +619,51 @@ async fn search_literal_vs_regex() {
 }
 
 #[tokio::test]
+async fn a_plain_search_written_as_a_regex_that_finds_nothing_runs_as_one() {
+    let ws = workspace(&[("t.py", "from itertools import (\n    count,\n)\nx = 1\n")]);
+    let mut ctx = ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "^from itertools"}),
+    )
+    .await;
+    assert!(!out.is_error);
+    let note = quire_config::render(
+        &err_text(&ctx, "search", "as_regex"),
+        &[("pattern", "^from itertools")],
+    );
+    assert_eq!(
+        out.agent_view,
+        format!("{note}\nt.py:1:from itertools import (")
+    );
+    // Its hits count as seen, as any search's do.
+    let edit =
+        json!({"path": "t.py", "old": "from itertools import (", "new": "from itertools import ("});
+    let out = call(&tools(&ws), &mut ctx, "edit_file", edit).await;
+    assert_ne!(
+        out.agent_view,
+        quire_config::render(
+            &err_text(&ctx, "edit_file", "not_read"),
+            &[("path", "t.py")]
+        )
+    );
+    // Nothing either way: the plain-text refusal, naming the regex switch.
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "^import os"}),
+    )
+    .await;
+    assert!(
+        out.agent_view
+            .starts_with(prefix_of(&err_text(&ctx, "search", "no_hits_plain")))
+    );
+}
+
+#[tokio::test]
 async fn search_glob_path_and_gitignore() {
     let ws = workspace(&[
         (".gitignore", "vendor/\n"),
@@ -699,6 +744,19 @@ async fn a_plain_miss_that_looks_like_a_regex_says_how_to_search_for_it() {
     )
     .await;
     assert!(!out.is_error);
+    assert!(
+        out.agent_view.contains("as a regular expression")
+            && out.agent_view.ends_with("a.py:1:def format_money():"),
+        "{}",
+        out.agent_view
+    );
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "search",
+        json!({"pattern": "format_cash|invoices"}),
+    )
+    .await;
     assert!(
         out.agent_view.contains("set regex true"),
         "{}",

@@ -299,3 +299,23 @@ fn entry_edits() {
     assert_eq!(v, vec!["c"]);
     assert!(edit_entries(&mut v, "zz", "y").is_err());
 }
+
+#[test]
+fn an_old_with_a_line_break_the_body_does_not_end_with_still_replaces_once() {
+    let body = "- map line one\n- Run: pytest tests";
+    assert_eq!(
+        replace_once(
+            body,
+            "- Run: pytest tests\n",
+            "- Run: pytest -q tests\n",
+            true
+        )
+        .ok(),
+        Some("- map line one\n- Run: pytest -q tests".to_string())
+    );
+    // Still exact where it matters: text that is not there is refused.
+    assert!(matches!(
+        replace_once(body, "- Run: cargo test\n", "x\n", true),
+        Err(Edit::Missing)
+    ));
+}
