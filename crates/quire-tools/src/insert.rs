@@ -92,16 +92,19 @@ pub(crate) fn insertion(
                     .join("\n");
                 indented = true;
             }
-            let top_level = body
+            let first_indent = body
                 .lines()
                 .find(|l| !l.trim().is_empty())
-                .is_some_and(|l| indent_of(l) == 0);
-            // PEP 8 keeps two blank lines between top-level definitions.
-            let blank = if syntax == Syntax::Indent && top_level && def.depth == 0 {
-                2
-            } else {
-                1
-            };
+                .map_or(0, indent_of);
+            let into_class = first_indent > indent_of(lines[def.header - 1]);
+            let blank = spacing(&lines, &defs, def, into_class).unwrap_or(
+                // PEP 8 keeps two blank lines between top-level definitions.
+                if syntax == Syntax::Indent && !into_class && def.depth == 0 {
+                    2
+                } else {
+                    1
+                },
+            );
             (def.end, loose, blank)
         }
     };
@@ -128,6 +131,45 @@ pub(crate) fn insertion(
         loose,
         indented,
     })
+}
+
+/// Blank lines to put before the insertion, as the file spaces the same
+/// kind of definitions: between a class's last two members for a member
+/// added to it, else after (or, at the end of the file, before) the
+/// anchor. A stub file's one-line stubs have none; a player's stub came
+/// out padded with blank lines it then had to remove.
+fn spacing(
+    lines: &[&str],
+    defs: &[Definition],
+    def: &Definition,
+    into_class: bool,
+) -> Option<usize> {
+    let blank_above = |line: usize| {
+        (0..line.saturating_sub(1))
+            .rev()
+            .take_while(|&i| lines[i].trim().is_empty())
+            .count()
+    };
+    let gap = if into_class {
+        let last_member = defs
+            .iter()
+            .filter(|d| d.depth == def.depth + 1 && d.start > def.header && d.end <= def.end)
+            .max_by_key(|d| d.start)?;
+        // The first member sits right under the header: no gap to copy.
+        (last_member.start > def.header + 1).then(|| blank_above(last_member.start))?
+    } else {
+        let after = (def.end..lines.len())
+            .take_while(|&i| lines[i].trim().is_empty())
+            .count();
+        if def.end + after < lines.len() {
+            after
+        } else if def.start > 1 {
+            blank_above(def.start)
+        } else {
+            return None;
+        }
+    };
+    Some(gap.min(2))
 }
 
 /// How far to indent `body` so a method written at column 0 lands in the
@@ -413,6 +455,35 @@ mod tests {
             )
             .err(),
             Some(NotInserted::NoImports)
+        );
+    }
+
+    #[test]
+    fn stubs_without_blank_lines_between_them_get_none() {
+        let stubs = "def a() -> int: ...\ndef b() -> int: ...\ndef c() -> int: ...\n";
+        let out = apply("m.pyi", stubs, "a", "def ab() -> int: ...");
+        assert_eq!(
+            out,
+            "def a() -> int: ...\ndef ab() -> int: ...\ndef b() -> int: ...\ndef c() -> int: ...\n"
+        );
+        let out = apply("m.pyi", stubs, "c", "def d() -> int: ...");
+        assert!(
+            out.ends_with("def c() -> int: ...\ndef d() -> int: ...\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_class_at_column_zero_goes_after_the_class_it_names() {
+        let out = apply(
+            "tests/test_reports.py",
+            MODULE,
+            "SalesTests",
+            "class RefundTests:\n    def test_a(self):\n        pass\n",
+        );
+        assert!(
+            out.contains("        assert True\n\n\nclass RefundTests:\n    def test_a(self):\n        pass\n\n\ndef last():"),
+            "{out}"
         );
     }
 
