@@ -274,7 +274,11 @@ impl NoteTools {
                     &config,
                     CREATE,
                     "created",
-                    &[("id", note.id()), ("path", &note.path_str())],
+                    &[
+                        ("id", note.id()),
+                        ("path", &note.path_str()),
+                        ("chars", &note.body.trim().chars().count().to_string()),
+                    ],
                 );
                 ToolOutput::ok(t.clone(), format!("{t}\n{}", note.render()))
             }
@@ -393,7 +397,15 @@ impl NoteTools {
             Ok(note) => {
                 self.index(&note);
                 self.wrote(ctx, &note, NoteAction::Updated);
-                let t = text(&config, UPDATE, "updated", &[("id", id), ("field", field)]);
+                // The body's size, so a map can be kept within its limit
+                // without counting by hand (note-takers did, in a shell).
+                let chars = note.body.trim().chars().count().to_string();
+                let t = text(
+                    &config,
+                    UPDATE,
+                    "updated",
+                    &[("id", id), ("field", field), ("chars", &chars)],
+                );
                 ToolOutput::ok(t.clone(), format!("{t}\n{}", note.render()))
             }
             Err(Error::NotFound(_)) => msg("not_found", &[]),

@@ -126,6 +126,13 @@ async fn create_search_read_update_supersede_done() {
     .await;
     assert!(!symbol.is_error, "{}", symbol.agent_view);
     let after = f.tree.get(note.id()).unwrap().unwrap();
+    // Every update says how long the body now is.
+    let chars = after.body.trim().chars().count();
+    assert!(
+        symbol.agent_view.contains(&format!("{chars} characters")),
+        "{}",
+        symbol.agent_view
+    );
     assert!(after.body.contains("pytest.ini sets no pythonpath."));
     assert_eq!(after.meta.error_signatures.len(), 2);
     assert!(
