@@ -46,10 +46,19 @@ fn assistant_turns(req: &RecordedRequest) -> usize {
         .count()
 }
 
-/// The coding agent: read, edit, test, finish.
+/// Whether the notes showed the code of the task's file with the task:
+/// its header line, as the notes extension renders it.
+fn code_shown(req: &RecordedRequest) -> bool {
+    let (_, _, path, _, _) = task_of(req);
+    req.all_text().contains(&format!("`{path}` (whole file, "))
+}
+
+/// The coding agent: read (unless the notes showed the code), edit, test,
+/// finish.
 fn solve(req: &RecordedRequest) -> Reply {
     let (_, _, path, old, new) = task_of(req);
-    match assistant_turns(req) {
+    let step = assistant_turns(req) + usize::from(code_shown(req));
+    match step {
         0 => Reply::ToolCalls(vec![call("read_file", json!({"path": path}))]),
         1 => Reply::ToolCalls(vec![call(
             "edit_file",
@@ -133,6 +142,10 @@ fn first(requests: &[RecordedRequest], pred: impl Fn(&RecordedRequest) -> bool) 
         .unwrap_or_else(|| panic!("no such request among {}", requests.len()))
 }
 
+fn point_calls(point: &Value, arm: &str) -> f64 {
+    point[arm]["calls"].as_f64().unwrap()
+}
+
 fn run_id(out: &Output) -> String {
     json_of(out)["run"]["id"].as_str().unwrap().to_string()
 }
@@ -183,6 +196,16 @@ fn a_learn_run_distills_each_task_before_the_next_and_the_next_sees_the_note() {
         first2.all_text()
     );
     assert!(!tool_names(first2).contains(&"read_note".to_string()));
+    // The note names the module of `clamp`, which the task names: its code
+    // comes with the note, numbered, and the edit needs no read first.
+    assert!(
+        first2
+            .all_text()
+            .contains("`src/bounds.py` (whole file, 10 lines):\n 1| \"\"\"Keeping numbers inside a range.\"\"\""),
+        "{}",
+        first2.all_text()
+    );
+    assert!(!code_shown(first1));
 
     // Every result says what notes did; every session was distilled, and
     // what that cost is kept on its job.
@@ -208,6 +231,10 @@ fn a_learn_run_distills_each_task_before_the_next_and_the_next_sees_the_note() {
         first2.all_text()
     );
     assert!(used.prompt_tokens > 100, "{used:?}");
+    // The code shown is recorded with the notes, and weighed in their tokens.
+    assert_eq!(used.code, vec!["src/bounds.py".to_string()]);
+    assert!(used.code_chars > 100 && used.prompt_tokens > used.code_chars / 4);
+    assert!(notes_of(&rows[0]).code.is_empty());
     let store = env.store();
     for (i, row) in rows.iter().enumerate() {
         let job = store
@@ -305,6 +332,18 @@ fn a_learn_run_distills_each_task_before_the_next_and_the_next_sees_the_note() {
         Some(job.usage.prompt_tokens as f64)
     );
     assert!(curve["totals"]["prompt_change"].is_number(), "{curve}");
+    // With the code shown, the tasks after the first skip their read: one
+    // call fewer than without notes, and the curve says so.
+    for i in 1..3 {
+        assert_eq!(
+            rows[i].outcome.turns + 1,
+            base_rows[i].outcome.turns,
+            "{}",
+            rows[i].task_id
+        );
+        assert!(point_calls(&points[i], "learn") < point_calls(&points[i], "baseline"));
+    }
+    assert_eq!(rows[0].outcome.turns, base_rows[0].outcome.turns);
     let drawn = std::fs::read_to_string(&svg).unwrap();
     assert!(
         drawn.starts_with("<svg") && drawn.contains("<polyline"),

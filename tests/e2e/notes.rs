@@ -839,3 +839,74 @@ fn notes_written_by_hand_need_only_a_title_and_notes_new_writes_a_valid_skeleton
     assert_eq!(out.status.code(), Some(1));
     assert!(!env.home.path().join("outside.md").exists());
 }
+
+#[test]
+fn preview_shows_what_a_task_would_get_the_notes_and_the_code_they_point_to() {
+    // No model: preview only builds the start of a session.
+    let env = Env::new(
+        "pricing",
+        ScriptedServer::start_blocking(Script::from_fn(|_, _| done("unused"))),
+    );
+    let ws = env.ws();
+    let task = "apply_discount() accepts a negative percent and raises the price";
+    // Nothing kept yet: the task would get no notes.
+    let out = env.run(&[
+        "--json",
+        "notes",
+        "preview",
+        ws.to_str().unwrap(),
+        "--task",
+        task,
+        "--project",
+        "pricing",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["message"].is_null(), "{json}");
+
+    let map = env.home.path().join("notes/projects/pricing/map/map.md");
+    std::fs::create_dir_all(map.parent().unwrap()).unwrap();
+    std::fs::write(
+        &map,
+        "---\ntitle: Pricing map\nkind: architecture\n---\n- Discounts: `apply_discount` in src/pricing.py; tests in tests/\n",
+    )
+    .unwrap();
+    let out = env.run(&[
+        "--json",
+        "notes",
+        "preview",
+        ws.to_str().unwrap(),
+        "--task",
+        task,
+        "--project",
+        "pricing",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let message = json["message"].as_str().unwrap();
+    assert!(message.contains("Pricing map"), "{message}");
+    assert!(
+        message.contains("`src/pricing.py` (whole file, ")
+            && message.contains("| def apply_discount(price: float, percent: float) -> float:"),
+        "{message}"
+    );
+    assert_eq!(json["code"][0]["path"], "src/pricing.py");
+    assert_eq!(json["code"][0]["why"], "task_names_it");
+    assert!(json["chars"].as_u64().unwrap() > json["code"][0]["chars"].as_u64().unwrap());
+
+    // The terminal view says what it costs.
+    let out = env.run(&[
+        "notes",
+        "preview",
+        ws.to_str().unwrap(),
+        "--task",
+        task,
+        "--project",
+        "pricing",
+    ]);
+    assert!(stdout(&out).contains("1 code excerpts"), "{}", stdout(&out));
+    // A workspace that is not there is a clear error.
+    let out = env.run(&["notes", "preview", "/no/such/ws", "--task", task]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("/no/such/ws"), "{}", stderr(&out));
+}

@@ -365,6 +365,17 @@ pub enum NotesCommand {
         /// Note id (or a unique prefix), or its path.
         note: String,
     },
+    /// What a session on a task would be shown from the notes: the notes listed after the task
+    /// and the code they point to, exactly as the model would read it.
+    Preview {
+        /// The workspace (the task comes from prompt.txt there unless --task is given).
+        workspace: PathBuf,
+        #[arg(long)]
+        task: Option<String>,
+        /// The project whose notes apply (default: the git remote's name, else the folder's).
+        #[arg(long)]
+        project: Option<String>,
+    },
     /// Counts by kind, scope, project and status; broken notes; the index; the job queue.
     Stats,
     /// Rebuild the index from the Markdown files.

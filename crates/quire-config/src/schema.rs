@@ -203,6 +203,12 @@ pub struct NotesConfig {
     /// note is shown in full, the notes tools are not offered.
     #[serde(default = "defaults::inline_chars")]
     pub inline_chars: u32,
+    /// Characters of code the listed notes point to that is shown after
+    /// them, read from the session copy (0: none): the definitions the task
+    /// names or that a note names on a line about the task, in the files the
+    /// notes cite, so the first reply can be the change instead of a read.
+    #[serde(default = "defaults::code_chars")]
+    pub code_chars: u32,
     /// Relevance a note needs to be listed at session start: its BM25
     /// score in units of one match of a word found in a single note (about
     /// that field's boost: title 3, keywords 2.5, description 2, body 1),
@@ -636,6 +642,11 @@ pub(crate) mod defaults {
     /// kind the note-taker writes: related notes 19-72, unrelated ones of
     /// the same project up to 19 (most under 17); see the quire-notes
     /// `search` tests.
+    /// About 2k tokens: a 160-line class, or two small modules and a
+    /// method; a read it saves costs a whole request.
+    pub fn code_chars() -> u32 {
+        8_000
+    }
     pub fn min_score() -> f64 {
         18.0
     }

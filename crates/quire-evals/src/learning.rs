@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use quire_core::Interrupt;
-use quire_recall::{RETRIEVAL_TOOLS, START_LIST_SOURCE, via};
+use quire_recall::{CodeShown, RETRIEVAL_TOOLS, START_LIST_SOURCE, via};
 use quire_types::{Event, EventKind, SessionId};
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,12 @@ pub struct NotesUse {
     /// notes tools' results and (when listed) their schemas, counted once
     /// per request that carried them (chars / 4).
     pub prompt_tokens: u64,
+    /// The code shown with the notes (`path` or `path::symbol`), and its
+    /// characters: part of the start list, so of `prompt_tokens` too.
+    #[serde(default)]
+    pub code: Vec<String>,
+    #[serde(default)]
+    pub code_chars: u64,
 }
 
 impl NotesUse {
@@ -208,6 +214,16 @@ impl NotesUse {
                                 push_unique(&mut out.inlined, id);
                             }
                         }
+                    }
+                }
+                EventKind::Extension(payload) => {
+                    if let Some(Ok(shown)) = payload.decode::<CodeShown>() {
+                        out.code_chars += shown.chars as u64;
+                        out.code
+                            .extend(shown.excerpts.iter().map(|e| match &e.symbol {
+                                Some(symbol) => format!("{}::{symbol}", e.path),
+                                None => e.path.clone(),
+                            }));
                     }
                 }
                 EventKind::ModelRequest { .. } => {

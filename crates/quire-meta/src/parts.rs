@@ -33,6 +33,7 @@ const NOTES_LIMITS: &[&str] = &[
     "retrieval_budget_chars",
     "max_notes_shown",
     "inline_chars",
+    "code_chars",
     "min_score",
     "distill_max_iterations",
     "triage_max_calls",

@@ -8,11 +8,13 @@
 //! that writes them is `quire-distill`.
 
 mod facts;
+mod prefetch;
 mod retrieval;
 #[cfg(test)]
 mod testutil;
 
 pub use facts::{READ_NOTE, SessionFacts, Verdict, via};
+pub use prefetch::{CodeShown, Excerpt, Why, plan as plan_code};
 pub use retrieval::{
     NotesExtension, NotesState, RETRIEVAL_TEXTS, RETRIEVAL_TOOLS, RetrievalSettings,
     START_LIST_SOURCE,
@@ -34,6 +36,9 @@ mod texts {
             "notes_stale",
             "notes_error_hint",
             "notes_error_hint_inline",
+            "notes_code",
+            "notes_code_file",
+            "notes_code_definition",
         ] {
             assert!(
                 config.messages.contains_key(key),

@@ -31,8 +31,11 @@ use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
 use quire_types::{Message, MessageSource, NotesVia, Redactor};
 
 use quire_notes::{Hit, Note, Notes, NotesPaths, cut_at_line, stale_reason};
+use quire_tools::WorkspaceState;
+use quire_types::{EventKind, ExtensionPayload};
 
 use crate::facts::{READ_NOTE, retrieval_event, via};
+use crate::prefetch::{self, CodeShown};
 
 const SEARCH_NOTES: &str = "search_notes";
 /// The `UserMessage` source of the start list, for figures read from events.
@@ -83,6 +86,9 @@ pub struct RetrievalSettings {
     /// [`quire_notes::NoteIndex::relevance`]); the project's architecture notes
     /// need none.
     pub min_score: f32,
+    /// Characters of the code the listed notes point to, shown after them
+    /// (see [`crate::prefetch`]); 0: none.
+    pub code_chars: usize,
 }
 
 /// What retrieval did in this session, in `ctx.state`.
@@ -340,8 +346,98 @@ impl NotesExtension {
         } else {
             "notes_retrieved_in_full"
         };
-        let text = render(config.message(header), &[("notes", &lines.join("\n"))]);
-        Some((text.trim().to_string(), ids, read))
+        let mut text = render(config.message(header), &[("notes", &lines.join("\n"))])
+            .trim()
+            .to_string();
+        if let Some(code) = self.code_block(ctx, &ids) {
+            text.push_str("\n\n");
+            text.push_str(code.trim());
+        }
+        Some((text, ids, read))
+    }
+
+    /// The code the listed notes point to (see [`crate::prefetch`]),
+    /// rendered; its files are marked seen and what was shown is recorded.
+    /// `None` when nothing they point to is about the task.
+    fn code_block(&self, ctx: &mut Ctx, listed: &[String]) -> Option<String> {
+        let notes = self.notes().ok()?;
+        let listed: Vec<Note> = listed
+            .iter()
+            .filter_map(|id| notes.tree.get(id).ok().flatten())
+            .collect();
+        let refs: Vec<&Note> = listed.iter().collect();
+        let excerpts = prefetch::plan(&self.task, &refs, &self.workspace, self.settings.code_chars);
+        if excerpts.is_empty() {
+            return None;
+        }
+        let config = ctx.config.clone();
+        let mut blocks = Vec::with_capacity(excerpts.len());
+        for e in &excerpts {
+            let lines = e.file_lines.to_string();
+            let block = match &e.symbol {
+                None => render(
+                    config.message("notes_code_file"),
+                    &[("path", &e.path), ("lines", &lines), ("text", &e.text)],
+                ),
+                Some(symbol) => render(
+                    config.message("notes_code_definition"),
+                    &[
+                        ("path", &e.path),
+                        ("symbol", symbol),
+                        ("start", &e.start.to_string()),
+                        ("end", &e.end.to_string()),
+                        ("lines", &lines),
+                        ("text", &e.text),
+                    ],
+                ),
+            };
+            blocks.push(block);
+            if let Ok(content) = std::fs::read(self.workspace.join(&e.path)) {
+                ctx.state
+                    .get_mut::<WorkspaceState>()
+                    .mark_shown(&e.path, &content);
+            }
+        }
+        let chars = excerpts.iter().map(|e| e.chars).sum();
+        match ExtensionPayload::new(&CodeShown { excerpts, chars }) {
+            Ok(payload) => {
+                if let Err(err) = ctx.emit(EventKind::Extension(payload)) {
+                    tracing::warn!(%err, "could not record the code shown with the notes");
+                }
+            }
+            Err(err) => tracing::warn!(%err, "could not record the code shown with the notes"),
+        }
+        Some(render(
+            config.message("notes_code"),
+            &[("excerpts", &blocks.join("\n\n"))],
+        ))
+    }
+
+    /// After a resume: the files whose code the start list showed count as
+    /// seen again (the rebuilt tool state knows only tool results).
+    fn remark_shown_code(&self, ctx: &mut Ctx) {
+        let Some(start) = start_list_text(&ctx.config, &ctx.messages) else {
+            return;
+        };
+        let templates = [
+            ctx.config.message("notes_code_file"),
+            ctx.config.message("notes_code_definition"),
+        ];
+        let mut paths = BTreeSet::new();
+        for line in start.lines() {
+            for template in &templates {
+                if let Some(path) = path_in_header(template, line) {
+                    paths.insert(path.to_string());
+                }
+            }
+        }
+        for path in paths {
+            if let Ok(content) = std::fs::read(self.workspace.join(&path)) {
+                ctx.state
+                    .get_mut::<WorkspaceState>()
+                    .mark_shown(&path, &content);
+            }
+        }
     }
 
     fn search(&self, ctx: &mut Ctx, query: &str) -> ToolOutput {
@@ -539,10 +635,10 @@ fn is_heading(line: &str, name: &str) -> bool {
         .is_some_and(|h| h.trim().eq_ignore_ascii_case(name))
 }
 
-/// Whether a conversation already used notes: a call to a notes tool, or
-/// the start list (recognised by the text before `{notes}` in its template).
-fn history_uses_notes(config: &AgentConfig, messages: &[Message]) -> bool {
-    let heads: Vec<String> = ["notes_retrieved", "notes_retrieved_in_full"]
+/// The texts before `{notes}` in the start list's templates: how the
+/// message is recognised in a conversation.
+fn start_list_heads(config: &AgentConfig) -> Vec<String> {
+    ["notes_retrieved", "notes_retrieved_in_full"]
         .iter()
         .map(|key| {
             let template = config.message(key);
@@ -554,7 +650,36 @@ fn history_uses_notes(config: &AgentConfig, messages: &[Message]) -> bool {
                 .to_string()
         })
         .filter(|head| !head.is_empty())
-        .collect();
+        .collect()
+}
+
+/// The start list's text in a conversation, if it has one.
+fn start_list_text<'a>(config: &AgentConfig, messages: &'a [Message]) -> Option<&'a str> {
+    let heads = start_list_heads(config);
+    messages.iter().find_map(|m| match m {
+        Message::User { content } if heads.iter().any(|h| content.starts_with(h)) => {
+            Some(content.as_str())
+        }
+        _ => None,
+    })
+}
+
+/// The path in a line rendered from a code excerpt's header template: the
+/// text where `{path}` stands, between the template's text before it and
+/// the character after it.
+fn path_in_header<'a>(template: &str, line: &'a str) -> Option<&'a str> {
+    let (before, after) = template.split_once("{path}")?;
+    let before = before.trim_start();
+    let end = after.chars().next()?;
+    let rest = line.strip_prefix(before)?;
+    let path = &rest[..rest.find(end)?];
+    (!path.is_empty() && !path.contains(char::is_whitespace)).then_some(path)
+}
+
+/// Whether a conversation already used notes: a call to a notes tool, or
+/// the start list (recognised by the text before `{notes}` in its template).
+fn history_uses_notes(config: &AgentConfig, messages: &[Message]) -> bool {
+    let heads = start_list_heads(config);
     messages.iter().any(|m| match m {
         Message::Assistant { tool_calls, .. } => tool_calls
             .iter()
@@ -635,6 +760,7 @@ impl Extension for NotesExtension {
                      (the notes changed since): search_notes and read_note are not offered"
                 );
             }
+            self.remark_shown_code(ctx);
             return Ok(());
         }
         if let Some((message, ids, read)) = self.start_message(ctx) {

@@ -18,7 +18,7 @@ pub use error::SessionError;
 pub use home::DataHome;
 pub use registry::{
     KNOWN_EXTENSIONS, REQUIRED_EXTENSIONS, SessionParts, build_extensions, config_problems,
-    extension_list_problems, order_problems, start_mcp, texts_by_extension,
+    extension_list_problems, order_problems, retrieval_settings, start_mcp, texts_by_extension,
 };
 pub use sink::StoreSink;
 pub use workspace_info::{WorkspaceChoices, WorkspaceInfo};

@@ -200,12 +200,7 @@ pub fn build_extensions(
                     &parts.project,
                     parts.task.clone(),
                     copy.root(),
-                    RetrievalSettings {
-                        max_shown: config.notes.max_notes_shown as usize,
-                        budget_chars: config.notes.retrieval_budget_chars as usize,
-                        inline_chars: config.notes.inline_chars as usize,
-                        min_score: config.notes.min_score as f32,
-                    },
+                    retrieval_settings(config),
                 )),
                 "guidance" => Arc::new(GuidanceExtension::new(
                     has_memory.then(|| memory.clone()),
@@ -271,6 +266,17 @@ fn check_order(config: &AgentConfig) -> Result<(), SessionError> {
     match order_problems(config).into_iter().next() {
         Some(problem) => Err(SessionError::ExtensionOrder(problem)),
         None => Ok(()),
+    }
+}
+
+/// What the `notes` extension may add to a session, from `[notes]`.
+pub fn retrieval_settings(config: &AgentConfig) -> RetrievalSettings {
+    RetrievalSettings {
+        max_shown: config.notes.max_notes_shown as usize,
+        budget_chars: config.notes.retrieval_budget_chars as usize,
+        inline_chars: config.notes.inline_chars as usize,
+        code_chars: config.notes.code_chars as usize,
+        min_score: config.notes.min_score as f32,
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod commands;
 mod edit;
+mod excerpt;
 mod finish;
 mod insert;
 mod list;
@@ -37,6 +38,7 @@ use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
 use quire_workspace::{Sandbox, SandboxEnforcement, SandboxStatus, SessionCopy};
 
 pub use commands::{CommandApprover, NobodyToAsk, Verdict, dangerous, glob_match, judge};
+pub use excerpt::{CodeDefinition, code_definitions, line_count, numbered_lines};
 pub use list::render_tree;
 pub use mentions::{Mentions, Place, changed_definitions_named_elsewhere};
 /// The code search tool's name, for readers of trajectories (the digest
@@ -125,8 +127,13 @@ impl Extension for WorkspaceTools {
             ctx.facts = facts;
             let current = ctx.state.get_mut::<WorkspaceState>();
             let test_command = current.test_command.take();
+            // Files another extension showed (the code notes point to) stay
+            // seen, whichever of the two started first.
+            let mut files_read = std::mem::take(&mut current.files_read);
+            files_read.extend(rebuilt.files_read.clone());
             *current = WorkspaceState {
                 test_command,
+                files_read,
                 ..rebuilt
             };
         }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use quire_config::AgentConfig;
 use quire_distill::{Distiller, JobOutcome, JobReport};
 use quire_notes::{
-    BrokenNote, Kind, Note, NoteFilter, Notes, Scope, SearchQuery, Status, SyncReport,
+    BrokenNote, Kind, Note, NoteFilter, Notes, NotesPaths, Scope, SearchQuery, Status, SyncReport,
 };
 use quire_session::DataHome;
 use quire_store::{DistillStatus, Store};
@@ -58,6 +58,11 @@ pub async fn notes(global: &GlobalArgs, args: NotesArgs) -> Result<ExitCode> {
         } => new_note(global, &opened, &path, &title, &kind, no_edit),
         NotesCommand::Edit { note } => edit(global, &opened, &note),
         NotesCommand::Rm { note } => rm(global, &opened, &note),
+        NotesCommand::Preview {
+            workspace,
+            task,
+            project,
+        } => preview(global, &opened, &workspace, task, project).await,
         NotesCommand::Stats => stats(global, &opened),
         NotesCommand::Reindex => reindex(global, &opened),
         NotesCommand::Distill { session, pending } => {
@@ -71,6 +76,7 @@ pub async fn notes(global: &GlobalArgs, args: NotesArgs) -> Result<ExitCode> {
 struct Opened {
     config: AgentConfig,
     home: DataHome,
+    paths: NotesPaths,
     notes: Notes,
     sync: SyncReport,
     style: Style,
@@ -97,6 +103,7 @@ impl Opened {
         Ok(Opened {
             config,
             home,
+            paths,
             notes,
             sync,
             style: Style::detect(),
@@ -519,6 +526,80 @@ fn rm(global: &GlobalArgs, o: &Opened, arg: &str) -> Result<ExitCode> {
         print_json(&json!({ "removed": removed.id(), "path": removed.path_str() }))?;
     } else if !global.quiet {
         println!("removed {} ({})", removed.meta.title, removed.path_str());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The notes message a session on `workspace` would get, built by the
+/// `notes` extension itself on a conversation holding only the task.
+async fn preview(
+    global: &GlobalArgs,
+    o: &Opened,
+    workspace: &Path,
+    task: Option<String>,
+    project: Option<String>,
+) -> Result<ExitCode> {
+    let choices = quire_session::WorkspaceChoices {
+        task,
+        test_command: None,
+        project,
+    };
+    let info = quire_session::WorkspaceInfo::discover(workspace, &choices, "")?;
+    let extension = quire_recall::NotesExtension::new(
+        o.paths.clone(),
+        redactor(&o.config),
+        &info.project,
+        info.task.clone(),
+        info.root.clone(),
+        quire_session::retrieval_settings(&o.config),
+    );
+    let sink = Arc::new(quire_core::MemorySink::default());
+    let mut ctx = quire_core::Ctx::new(Arc::new(o.config.clone()), sink.clone());
+    ctx.messages
+        .push(quire_types::Message::user(info.task.clone()));
+    quire_core::Extension::on_start(&extension, &mut ctx).await?;
+    let message = ctx.messages.get(1).map(|m| m.text().to_string());
+    let code: Vec<quire_recall::Excerpt> = sink
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            quire_types::EventKind::Extension(p) => {
+                p.decode::<quire_recall::CodeShown>().and_then(Result::ok)
+            }
+            _ => None,
+        })
+        .flat_map(|shown| shown.excerpts)
+        .collect();
+    if global.json {
+        return print_json(&json!({
+            "project": info.project,
+            "message": message,
+            "chars": message.as_ref().map_or(0, |m| m.chars().count()),
+            "code": code,
+        }))
+        .map(|()| ExitCode::SUCCESS);
+    }
+    match message {
+        None => println!(
+            "{}",
+            o.style.dim(&format!(
+                "No note of project `{}` (or shared) is relevant to this task: the session gets no notes and no notes tools.",
+                info.project
+            ))
+        ),
+        Some(text) => {
+            println!("{text}");
+            let chars = text.chars().count();
+            let code_chars: usize = code.iter().map(|e| e.chars).sum();
+            println!(
+                "\n{}",
+                o.style.dim(&format!(
+                    "{chars} characters (about {} tokens) on every request; {} code excerpts, {code_chars} characters",
+                    chars.div_ceil(4),
+                    code.len()
+                ))
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -44,6 +44,7 @@ fn row(run: &str, a: &Attempt) -> EvalResultRow {
             inlined: vec![],
             read: vec!["n1".into()],
             prompt_tokens: t,
+            ..NotesUse::default()
         }}),
         None => serde_json::json!({}),
     };

@@ -92,6 +92,7 @@ fn extension(f: &Fixture, budget: usize) -> NotesExtension {
             budget_chars: budget,
             inline_chars: 0,
             min_score: 0.0,
+            code_chars: 0,
         },
     )
 }
@@ -310,6 +311,7 @@ fn session_with(
             budget_chars: 2_000,
             inline_chars: 1_500,
             min_score,
+            code_chars: 0,
         },
     )
 }
@@ -570,6 +572,107 @@ async fn a_resumed_session_gets_no_new_list_and_its_history_is_recognised() {
         vec![quire_types::ToolCall::new("c2", "read_file", "{}")],
     )];
     assert!(!history_uses_notes(&ctx.config, &other));
+}
+
+#[tokio::test]
+async fn the_code_a_map_points_to_follows_the_notes_and_counts_as_read() {
+    let f = fixture();
+    let ws = f.dir.path().join("ws");
+    std::fs::write(
+        ws.join("src/coupons.py"),
+        "class CouponBook:\n    def get(self, code):\n        return self._coupons[code]\n",
+    )
+    .unwrap();
+    NoteTree::open(&f.paths.root)
+        .unwrap()
+        .create(
+            NewNote::project("shop", "map", Kind::Architecture, "Shop map")
+                .provenance(Provenance {
+                    files: vec!["src/coupons.py".into()],
+                    ..Provenance::default()
+                })
+                .body("- Coupons: `CouponBook.get` in src/coupons.py looks a code up"),
+        )
+        .unwrap();
+    let task = "Coupon codes typed in lower case are not found in the coupon book";
+    let mut ext = session(&f, "shop", task);
+    ext.settings.code_chars = 4_000;
+    let sink = Arc::new(quire_core::MemorySink::default());
+    let mut ctx = crate::testutil::ctx_with_sink(config(), sink.clone());
+    ctx.messages.push(Message::user(task));
+    ext.on_start(&mut ctx).await.unwrap();
+    let list = ctx.messages[1].text().to_string();
+    let code_at = list
+        .find("`src/coupons.py` (whole file, 3 lines):\n1| class CouponBook:")
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(
+        list.find("Shop map").unwrap() < code_at,
+        "after the notes: {list}"
+    );
+    assert!(
+        list.contains("3|         return self._coupons[code]"),
+        "{list}"
+    );
+    let state = ctx.state.get_mut::<WorkspaceState>();
+    assert!(state.was_read("src/coupons.py"));
+    assert!(!state.was_read("src/cart.py"));
+    let shown: Vec<CodeShown> = sink
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Extension(p) => p.decode::<CodeShown>().and_then(Result::ok),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown.len(), 1);
+    assert_eq!(shown[0].excerpts[0].path, "src/coupons.py");
+    assert!(shown[0].chars > 40);
+    assert_eq!(shown[0].chars, shown[0].excerpts[0].chars);
+
+    // Resumed: the list is in the conversation, the file is seen again.
+    let mut resumed = crate::testutil::ctx(config());
+    resumed.messages = ctx.messages.clone();
+    resumed.messages.push(Message::assistant("", vec![]));
+    ext.on_start(&mut resumed).await.unwrap();
+    assert_eq!(resumed.messages.len(), 3, "no second list");
+    assert!(
+        resumed
+            .state
+            .get_mut::<WorkspaceState>()
+            .was_read("src/coupons.py")
+    );
+
+    // Off: the notes, no code.
+    let mut ext_off = session(&f, "shop", task);
+    ext_off.settings.code_chars = 0;
+    let (added, mut ctx) = started(&ext_off).await;
+    assert!(
+        !added[0].text().contains("class CouponBook"),
+        "{}",
+        added[0].text()
+    );
+    assert!(
+        !ctx.state
+            .get_mut::<WorkspaceState>()
+            .was_read("src/coupons.py")
+    );
+}
+
+#[test]
+fn excerpt_headers_give_back_their_path() {
+    let config = config();
+    let file = config.message("notes_code_file");
+    let def = config.message("notes_code_definition");
+    assert_eq!(
+        path_in_header(file, "`src/a.py` (whole file, 3 lines):"),
+        Some("src/a.py")
+    );
+    assert_eq!(
+        path_in_header(def, "`pkg/more.py` sliced (lines 3-9 of 90):"),
+        Some("pkg/more.py")
+    );
+    assert_eq!(path_in_header(file, "1| class A:"), None);
+    assert_eq!(path_in_header(file, "`` (whole file)"), None);
 }
 
 #[test]
