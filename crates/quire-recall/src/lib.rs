@@ -15,6 +15,23 @@ mod testutil;
 
 pub use facts::{READ_NOTE, SessionFacts, Verdict, via};
 pub use prefetch::{CodeShown, Excerpt, Why, plan as plan_code};
+/// The `messages.toml` keys the `notes` extension renders: an agent that
+/// lists it without them would show the model a marker.
+pub const MESSAGES: &[&str] = &[
+    "notes_retrieved",
+    "notes_retrieved_in_full",
+    "notes_retrieved_entry",
+    "notes_retrieved_entry_full",
+    "notes_stale",
+    "notes_inline",
+    "notes_inline_more",
+    "notes_error_hint",
+    "notes_error_hint_inline",
+    "notes_code",
+    "notes_code_file",
+    "notes_code_definition",
+];
+
 pub use retrieval::{
     NotesExtension, NotesState, RETRIEVAL_TEXTS, RETRIEVAL_TOOLS, RetrievalSettings,
     START_LIST_SOURCE,
@@ -29,19 +46,9 @@ mod texts {
     #[test]
     fn the_default_agent_has_every_text() {
         let config = config();
-        for key in [
-            "notes_retrieved",
-            "notes_retrieved_entry",
-            "notes_retrieved_entry_full",
-            "notes_stale",
-            "notes_error_hint",
-            "notes_error_hint_inline",
-            "notes_code",
-            "notes_code_file",
-            "notes_code_definition",
-        ] {
+        for key in crate::MESSAGES {
             assert!(
-                config.messages.contains_key(key),
+                config.messages.contains_key(*key),
                 "messages.toml lacks {key}"
             );
         }

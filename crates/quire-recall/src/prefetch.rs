@@ -26,13 +26,16 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use quire_notes::Note;
-use quire_tools::{CodeDefinition, code_definitions, line_count, numbered_lines};
+use quire_tools::{CodeDefinition, code_definitions, import_block_end, line_count, numbered_lines};
 use quire_types::ExtensionEvent;
 use serde::{Deserialize, Serialize};
 
 /// A file at most this long is shown whole rather than by definition: a
 /// small module is cheaper to show once than to piece together.
 const SMALL_FILE_CHARS: usize = 2_400;
+/// Files next to the cited ones looked at, at most: a big folder's
+/// modules are not all worth parsing for one task.
+const MAX_NEIGHBOURS: usize = 60;
 /// Files larger than this are not looked at (generated or vendored code).
 const MAX_FILE_BYTES: u64 = 1_000_000;
 /// A note line must share this many of the task's words for the names on
@@ -95,7 +98,8 @@ pub fn plan(task: &str, notes: &[&Note], root: &Path, budget: usize) -> Vec<Exce
         return Vec::new();
     }
     let task = TaskTerms::of(task);
-    let cited = cited_files(notes, root);
+    let mut cited = cited_files(notes, root);
+    cited.extend(neighbours(&cited, root));
     let files = load_files(&cited, root);
     if files.is_empty() {
         return Vec::new();
@@ -202,6 +206,19 @@ pub fn plan(task: &str, notes: &[&Note], root: &Path, budget: usize) -> Vec<Exce
                     }
                 }
             }
+        }
+    }
+    // Last, while room is left: the import lines of the long files whose
+    // definitions were shown strongly.
+    let strong: Vec<(String, Why, usize)> = chosen
+        .units
+        .iter()
+        .filter(|u| u.why != Why::ItsTests && u.score >= STRONG && u.span.symbol.is_some())
+        .map(|u| (u.path.clone(), u.why, u.score))
+        .collect();
+    for (path, why, score) in strong {
+        if let Some(file) = files.iter().find(|f| f.path == path) {
+            chosen.offer_imports(file, why, score);
         }
     }
     chosen.into_excerpts()
@@ -355,10 +372,13 @@ struct Chosen {
 /// A candidate this strong (named by the task, or the best of a note's
 /// line) also brings its tests and its file's imports.
 const STRONG: usize = 8;
-/// The import lines at the top of a file are shown with a definition of it
-/// when there are at most this many: an edit that changes an import then
-/// needs no read of the file's top.
-const MAX_IMPORT_LINES: usize = 12;
+/// The weight of a one-word class the task's title names in prose: below
+/// what the task names in code, strong enough to bring its tests.
+const TITLE_CLASS: usize = 9;
+/// The import lines at the top of a file are shown with a strong match in
+/// it, last, when there are at most this many: an edit that changes an
+/// import, or a change that uses one, then needs no read of the file's top.
+const MAX_IMPORT_LINES: usize = 40;
 
 impl Chosen {
     fn new(budget: usize) -> Chosen {
@@ -382,9 +402,13 @@ impl Chosen {
                 depth: def.depth,
             }
         };
-        if self.add(file, span, why, score)
-            && score >= STRONG
-            && file.chars > SMALL_FILE_CHARS
+        self.add(file, span, why, score);
+    }
+
+    /// Adds the import lines of `file` (a long one, shown by definition),
+    /// when there are at most [`MAX_IMPORT_LINES`].
+    fn offer_imports(&mut self, file: &CodeFile, why: Why, score: usize) {
+        if file.chars > SMALL_FILE_CHARS
             && let Some(end) = import_block_end(&file.text)
             && end <= MAX_IMPORT_LINES
         {
@@ -473,33 +497,6 @@ impl Chosen {
     }
 }
 
-/// The last line of the import block at the top of a Python file
-/// (`import x`, `from x import (...)` over several lines), if it has one
-/// before its first definition.
-fn import_block_end(text: &str) -> Option<usize> {
-    let mut last = None;
-    let mut open_paren = false;
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        if open_paren {
-            last = Some(i + 1);
-            open_paren = !line.contains(')');
-            continue;
-        }
-        if trimmed.starts_with("import ") || trimmed.starts_with("from ") {
-            last = Some(i + 1);
-            open_paren = line.contains('(') && !line.contains(')');
-        } else if trimmed.starts_with("def ")
-            || trimmed.starts_with("class ")
-            || trimmed.starts_with("async def ")
-            || trimmed.starts_with('@')
-        {
-            break;
-        }
-    }
-    last
-}
-
 /// The test class of function `symbol`: named after it with `Test` or
 /// `Tests` (any case, underscores ignored), e.g. `SlicedTests` for `sliced`.
 fn test_class_of<'a>(defs: &'a [CodeDefinition], symbol: &str) -> Option<&'a CodeDefinition> {
@@ -548,6 +545,48 @@ fn cited_files(notes: &[&Note], root: &Path) -> Vec<String> {
     for note in notes {
         for token in path_tokens(&note.body) {
             push(token);
+        }
+    }
+    out
+}
+
+/// Code files next to the source files the notes cite (not their tests):
+/// a note that places checkout in `src/orders.py` also says the
+/// application's code is in `src/`, so a definition the task names there
+/// (`CouponBook` in `src/coupons.py`) is found though no note cites its
+/// file. At most [`MAX_NEIGHBOURS`] files, in name order.
+fn neighbours(cited: &[String], root: &Path) -> Vec<String> {
+    let dirs: BTreeSet<&str> = cited
+        .iter()
+        .filter(|p| !is_test_path(p))
+        .map(|p| p.rsplit_once('/').map_or("", |(dir, _)| dir))
+        .collect();
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        for name in names {
+            let rel = if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
+            if out.len() >= MAX_NEIGHBOURS {
+                return out;
+            }
+            if !cited.contains(&rel)
+                && !is_test_path(&rel)
+                && code_definitions(&rel, "").is_some()
+                && is_inside_file(root, &rel)
+            {
+                out.push(rel);
+            }
         }
     }
     out
@@ -608,6 +647,8 @@ struct TaskTerms {
     shaped: BTreeSet<String>,
     /// The title as `phrase_text` has it.
     title_phrase: String,
+    /// Stems of the title's words.
+    title_words: BTreeSet<String>,
     /// How often each identifier occurs, code or prose.
     uses: BTreeMap<String, usize>,
     /// The text lower-cased, every run of other characters one space, with
@@ -658,6 +699,11 @@ impl TaskTerms {
         }
         let phrase_text = phrase_text(task);
         let title_phrase = phrase_text_of_title(task);
+        let title_words = title_phrase
+            .split(' ')
+            .filter(|w| is_content_word(w))
+            .map(stem)
+            .collect();
         let code_names = code
             .into_iter()
             .map(|name| {
@@ -671,6 +717,7 @@ impl TaskTerms {
             shaped: shaped_names,
             title,
             title_phrase,
+            title_words,
             uses,
             phrase_text,
         }
@@ -709,7 +756,13 @@ impl TaskTerms {
         let phrase = format!(" {} ", words.join(" "));
         let in_words = words.len() >= 2 && self.phrase_text.contains(&phrase);
         if !in_code && !in_words {
-            return None;
+            // A one-word class the title is about ("Coupon codes are
+            // ignored" and `class Coupon`): what the task's things are.
+            let title_class = def.depth == 0
+                && def.kind == "class"
+                && words.len() == 1
+                && self.title_words.contains(&stem(&words[0]));
+            return title_class.then_some(TITLE_CLASS);
         }
         let uses = if in_code {
             self.uses

@@ -86,23 +86,29 @@ fn missing_texts(config: &AgentConfig) -> Vec<MissingText> {
 /// `messages.toml` lacks (the `mcp` extension's tools are not known before
 /// their servers start, so its words are messages).
 fn missing_messages(config: &AgentConfig) -> Vec<String> {
-    if !config.extensions.iter().any(|e| e == quire_mcp::NAME) {
-        return Vec::new();
-    }
     let file = match &config.dir {
         Some(dir) => dir.join("messages.toml"),
         None => PathBuf::from("<builtin default>/messages.toml"),
     };
-    quire_mcp::MESSAGES
-        .iter()
-        .filter(|key| !config.messages.contains_key(**key))
-        .map(|key| {
-            format!(
-                "{}: no `{key}` (extension `mcp` renders it)",
-                file.display()
-            )
-        })
-        .collect()
+    let notes_on = config.notes.enabled;
+    [
+        (quire_mcp::NAME, quire_mcp::MESSAGES, true),
+        (NotesExtension::NAME, quire_recall::MESSAGES, notes_on),
+    ]
+    .into_iter()
+    .filter(|(extension, _, on)| *on && config.extensions.iter().any(|e| e == extension))
+    .flat_map(|(extension, keys, _)| {
+        keys.iter()
+            .filter(|key| !config.messages.contains_key(**key))
+            .map(move |key| (extension, *key))
+    })
+    .map(|(extension, key)| {
+        format!(
+            "{}: no `{key}` (extension `{extension}` renders it)",
+            file.display()
+        )
+    })
+    .collect()
 }
 
 /// Refuses a config whose extensions would render a text it lacks: a

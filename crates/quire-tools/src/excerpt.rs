@@ -14,6 +14,8 @@ pub struct CodeDefinition {
     pub name: String,
     /// `Outer.inner` for a method or nested definition.
     pub qualified: String,
+    /// `class`, `def`, `fn`, … as the file spells it.
+    pub kind: &'static str,
     /// 1-based inclusive line span, decorators included.
     pub start: usize,
     pub end: usize,
@@ -32,6 +34,7 @@ pub fn code_definitions(path: &str, text: &str) -> Option<Vec<CodeDefinition>> {
             .map(|d| CodeDefinition {
                 name: d.name,
                 qualified: d.qualified,
+                kind: d.kind,
                 start: d.start,
                 end: d.end,
                 depth: d.depth,
@@ -55,6 +58,33 @@ pub fn numbered_lines(text: &str, first: usize, last: usize) -> String {
 /// How many lines `read_file` counts in `text`.
 pub fn line_count(text: &str) -> usize {
     split_lines(text).len()
+}
+
+/// The last line of the import block at the top of a Python file
+/// (`import x`, `from x import (...)` over several lines), if it has one
+/// before its first definition.
+pub fn import_block_end(text: &str) -> Option<usize> {
+    let mut last = None;
+    let mut open_paren = false;
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if open_paren {
+            last = Some(i + 1);
+            open_paren = !line.contains(')');
+            continue;
+        }
+        if trimmed.starts_with("import ") || trimmed.starts_with("from ") {
+            last = Some(i + 1);
+            open_paren = line.contains('(') && !line.contains(')');
+        } else if trimmed.starts_with("def ")
+            || trimmed.starts_with("class ")
+            || trimmed.starts_with("async def ")
+            || trimmed.starts_with('@')
+        {
+            break;
+        }
+    }
+    last
 }
 
 impl WorkspaceState {
@@ -89,6 +119,14 @@ mod tests {
         assert_eq!(numbered_lines(text, 12, 14), "");
         assert_eq!(line_count(text), 9);
         assert!(code_definitions("notes.md", text).is_none());
+    }
+
+    #[test]
+    fn the_import_block_ends_at_its_last_import() {
+        let text = "\"\"\"Doc.\"\"\"\nimport os\nfrom x import (\n    a,\n    b,\n)\n\nFOO = 1\n\ndef f():\n    import sys\n";
+        assert_eq!(import_block_end(text), Some(6));
+        assert_eq!(import_block_end("def f():\n    import os\n"), None);
+        assert_eq!(import_block_end("x = 1\n"), None);
     }
 
     #[test]

@@ -76,8 +76,17 @@ pub(crate) fn insertion(
         }
         Anchor::Definition(name) => {
             let (def, loose) = definition(&defs, name)?;
-            if def.kind == "class"
-                && let Some(shift) = method_shift(&lines, def, &body)
+            // Where a method written at column 0 belongs: inside the class
+            // named, or beside the method named.
+            let method_indent = if def.kind == "class" {
+                class_body_indent(&lines, def)
+            } else if def.depth > 0 {
+                lines.get(def.header - 1).map(|l| indent_of(l))
+            } else {
+                None
+            };
+            if let Some(target) = method_indent
+                && let Some(shift) = method_shift(target, &body)
             {
                 body = body
                     .lines()
@@ -172,17 +181,23 @@ fn spacing(
     Some(gap.min(2))
 }
 
-/// How far to indent `body` so a method written at column 0 lands in the
-/// class: its first `def` takes `self` or `cls` (or is a static or class
-/// method) and stands shallower than the class body. A player wrote a
-/// test method unindented, and it became a module function `pytest` could
-/// not call.
-fn method_shift(lines: &[&str], class: &Definition, body: &str) -> Option<usize> {
-    let body_indent = lines
+/// The indentation of a class's body (its first non-blank line after the
+/// header).
+fn class_body_indent(lines: &[&str], class: &Definition) -> Option<usize> {
+    lines
         .get(class.header..class.end)?
         .iter()
         .find(|l| !l.trim().is_empty())
-        .map(|l| indent_of(l))?;
+        .map(|l| indent_of(l))
+}
+
+/// How far to indent `body` so a method written at column 0 lands at
+/// `body_indent` (a class's body, or beside a method): its first `def`
+/// takes `self` or `cls` (or is a static or class method) and stands
+/// shallower. A player wrote a test method unindented, and it became a
+/// module function `pytest` could not call; another was refused after
+/// `Class.method` for the same reason.
+fn method_shift(body_indent: usize, body: &str) -> Option<usize> {
     let mut decorated_as_method = false;
     for line in body.lines().filter(|l| !l.trim().is_empty()) {
         let trimmed = line.trim_start();
@@ -379,6 +394,17 @@ mod tests {
         );
         assert!(
             out.contains("        assert True\n\n    def test_three(self):\n        s = 1\n\n        assert s\n\n\ndef last():"),
+            "{out}"
+        );
+        // After a method named `Class.method`, beside it.
+        let out = apply(
+            "tests/test_reports.py",
+            MODULE,
+            "SalesTests.test_one",
+            "def test_between(self):\n    assert 1\n",
+        );
+        assert!(
+            out.contains("        assert sales([]) == []\n\n    def test_between(self):\n        assert 1\n\n    def test_two(self):"),
             "{out}"
         );
         // A function that takes no self stays a module function after the class.

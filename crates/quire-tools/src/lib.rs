@@ -38,7 +38,7 @@ use quire_core::{Action, CoreError, Ctx, Extension, ToolOutput};
 use quire_workspace::{Sandbox, SandboxEnforcement, SandboxStatus, SessionCopy};
 
 pub use commands::{CommandApprover, NobodyToAsk, Verdict, dangerous, glob_match, judge};
-pub use excerpt::{CodeDefinition, code_definitions, line_count, numbered_lines};
+pub use excerpt::{CodeDefinition, code_definitions, import_block_end, line_count, numbered_lines};
 pub use list::render_tree;
 pub use mentions::{Mentions, Place, changed_definitions_named_elsewhere};
 /// The code search tool's name, for readers of trajectories (the digest

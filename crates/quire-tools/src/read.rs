@@ -33,6 +33,7 @@ pub(crate) const ERRORS: &[&str] = &[
     "symbol_also",
     "symbol_loose",
     "outline_header",
+    "outline_imports",
     "outline_none",
 ];
 
@@ -213,6 +214,9 @@ fn symbol_range(
     Ok((first.start, first.end, also))
 }
 
+/// An outline shows a file's import lines when there are at most this many.
+const OUTLINE_MAX_IMPORT_LINES: usize = 30;
+
 /// Most definitions an outline lists; a file with more shows the top-level
 /// ones only.
 const OUTLINE_MAX_ENTRIES: usize = 200;
@@ -242,6 +246,23 @@ fn outline(config: &quire_config::AgentConfig, rel: &str, lines: &[&str]) -> Too
         "outline_header",
         &[("path", rel), ("total", &lines.len().to_string())],
     );
+    // The import lines too, when few: what a module uses (and whether a new
+    // import would be circular) without a read of its top.
+    if Syntax::of(rel) == Some(Syntax::Indent)
+        && let Some(end) = crate::excerpt::import_block_end(&lines.join("\n"))
+        && end <= OUTLINE_MAX_IMPORT_LINES
+    {
+        out.push('\n');
+        out.push_str(&text(
+            config,
+            TOOL,
+            "outline_imports",
+            &[
+                ("end", &end.to_string()),
+                ("lines", &number_lines(&lines[..end], 1)),
+            ],
+        ));
+    }
     for d in defs.iter().filter(|d| d.depth <= max_depth) {
         out.push('\n');
         out.push_str(&format!(

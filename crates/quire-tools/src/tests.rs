@@ -2254,4 +2254,32 @@ async fn read_outline_lists_definitions_with_ranges() {
         "{}",
         out.agent_view
     );
+    // No imports: no imports section.
+    assert!(!out.agent_view.contains("imports"), "{}", out.agent_view);
+
+    // A module's import lines come first, numbered as read_file numbers
+    // them, so an import can be edited without reading the top.
+    let with_imports = format!("import os\nfrom src.errors import (Bad,\n    Worse)\n{MODULE}");
+    let ws = workspace(&[("pkg/uses.py", with_imports.as_str())]);
+    let mut ctx = crate::tests::ctx();
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "read_file",
+        json!({"path": "pkg/uses.py", "outline": true}),
+    )
+    .await;
+    assert!(
+        out.agent_view.contains("imports (lines 1-3, as read_file shows them):\n1| import os\n2| from src.errors import (Bad,\n3|     Worse)\ndefinitions:\n7-17 class Seekable"),
+        "{}",
+        out.agent_view
+    );
+    let out = call(
+        &tools(&ws),
+        &mut ctx,
+        "edit_file",
+        json!({"path": "pkg/uses.py", "old": "import os\n", "new": "import os\nimport sys\n"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.agent_view);
 }

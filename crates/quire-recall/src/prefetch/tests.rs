@@ -248,3 +248,81 @@ fn note_lines_give_dotted_and_bare_names() {
     );
     assert_eq!(names.len(), 7, "{names:?}");
 }
+
+#[test]
+fn modules_next_to_cited_ones_and_the_class_a_title_names_are_looked_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "src/orders.py",
+        "def place_order(items):\n    return items\n",
+    );
+    write(
+        root,
+        "src/coupons.py",
+        "class Coupon:\n    code: str\n\n\nclass CouponBook:\n    def get(self, code):\n        return code\n",
+    );
+    write(root, "src/catalog.py", "class Product:\n    sku: str\n");
+    write(
+        root,
+        "tests/test_orders.py",
+        "def test_place():\n    pass\n",
+    );
+    write(
+        root,
+        "tests/test_coupons.py",
+        "def test_get(book):\n    assert book.get('A')\n",
+    );
+    // Not next to a cited source file: never looked at.
+    write(root, "vendor/coupons.py", "class Coupon:\n    pass\n");
+    let map = note(
+        "Shop map",
+        "- Checkout: `src/orders.py` `place_order`; tests in `tests/test_orders.py`",
+        &[],
+    );
+    let task = "Coupon codes are silently ignored\n\nA code typed in lower case is not found.";
+    let shown: Vec<(String, Option<String>, Why)> = plan(task, &[&map], root, 8_000)
+        .into_iter()
+        .map(|e| (e.path, e.symbol, e.why))
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            ("src/coupons.py".to_string(), None, Why::TaskNamesIt),
+            ("tests/test_coupons.py".to_string(), None, Why::ItsTests),
+        ]
+    );
+    // Without a note citing anything there, nothing.
+    let elsewhere = note("Docs map", "- docs live in `docs/`", &[]);
+    assert!(plan(task, &[&elsewhere], root, 8_000).is_empty());
+}
+
+#[test]
+fn a_long_files_imports_come_last_when_room_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut module = String::new();
+    for i in 0..30 {
+        module.push_str(&format!("from pkg.m{i} import f{i}\n"));
+    }
+    module.push_str("\n\n");
+    module.push_str(&big_module());
+    write(root, "pkg/more.py", &module);
+    let map = note("Project map", "- functions: `pkg/more.py`", &[]);
+    let excerpts = plan(SLICED_TASK, &[&map], root, 8_000);
+    let imports = excerpts
+        .iter()
+        .find(|e| e.symbol.as_deref() == Some("imports"))
+        .expect("imports shown");
+    // The 30 lines written here, a blank, then big_module()'s own import.
+    assert_eq!((imports.start, imports.end), (1, 33));
+    // Too little room for them after the function: the function alone.
+    let sliced = excerpts
+        .iter()
+        .find(|e| e.symbol.as_deref() == Some("sliced"))
+        .unwrap();
+    let tight = plan(SLICED_TASK, &[&map], root, sliced.chars + 50);
+    assert_eq!(tight.len(), 1);
+    assert_eq!(tight[0].symbol.as_deref(), Some("sliced"));
+}
