@@ -153,67 +153,33 @@ pub fn plan(task: &str, notes: &[&Note], root: &Path, budget: usize) -> Vec<Exce
             .then(a.file.path.cmp(&b.file.path))
             .then(a.def.start.cmp(&b.def.start))
     });
-    let mut chosen = Chosen::new(budget);
-    for candidate in &candidates {
-        chosen.offer(
-            candidate.file,
-            candidate.def,
-            candidate.why,
-            candidate.score,
-        );
-    }
-    // The tests of what is shown strongly, for their style and fixtures,
-    // while room is left: a function's test class, a small module's test
-    // file.
-    let shown: Vec<(String, Option<String>, usize)> = chosen
-        .units
-        .iter()
-        .filter(|u| u.why != Why::ItsTests && u.score >= STRONG)
-        .filter(|u| u.span.symbol.as_deref() != Some("imports"))
-        .map(|u| (u.path.clone(), u.span.symbol.clone(), u.span.depth))
-        .collect();
     let test_dirs: BTreeSet<&str> = files
         .iter()
         .filter(|f| is_test_path(&f.path))
         .map(|f| f.path.rsplit_once('/').map_or("", |(dir, _)| dir))
         .collect();
-    for (path, symbol, depth) in shown {
-        match symbol {
-            Some(symbol) if depth == 0 => {
-                for file in files.iter().filter(|f| is_test_path(&f.path)) {
-                    if let Some(class) = test_class_of(&file.defs, &symbol) {
-                        chosen.offer_first_method(file, class);
-                    }
-                }
-            }
-            Some(_) => {}
-            None => {
-                let stem = path
-                    .rsplit('/')
-                    .next()
-                    .and_then(|name| name.rsplit_once('.'))
-                    .map_or("", |(stem, _)| stem);
-                for dir in &test_dirs {
-                    let test_path = match dir {
-                        &"" => format!("test_{stem}.py"),
-                        dir => format!("{dir}/test_{stem}.py"),
-                    };
-                    if is_inside_file(root, &test_path)
-                        && let Some(file) = load_files(std::slice::from_ref(&test_path), root).pop()
-                        && file.chars <= SMALL_FILE_CHARS
-                    {
-                        chosen.add(&file, Span::whole(&file), Why::ItsTests, 0);
-                    }
-                }
-            }
+    let mut chosen = Chosen::new(budget);
+    for candidate in &candidates {
+        let added = chosen.offer(
+            candidate.file,
+            candidate.def,
+            candidate.why,
+            candidate.score,
+        );
+        // What the task names brings its tests right after it, for their
+        // style, fixtures and where new ones go: a function's test class
+        // (up to its first method), a small module's test file.
+        if added.is_some() && candidate.why == Why::TaskNamesIt && candidate.score >= STRONG {
+            offer_tests(&mut chosen, &files, &test_dirs, root, candidate);
         }
     }
-    // Last, while room is left: the import lines of the long files whose
-    // definitions were shown strongly.
+    // Last, while room is left: the import lines of the long source files
+    // (not stubs) strong matches were shown from.
     let strong: Vec<(String, Why, usize)> = chosen
         .units
         .iter()
         .filter(|u| u.why != Why::ItsTests && u.score >= STRONG && u.span.symbol.is_some())
+        .filter(|u| !u.path.ends_with(".pyi"))
         .map(|u| (u.path.clone(), u.why, u.score))
         .collect();
     for (path, why, score) in strong {
@@ -222,6 +188,46 @@ pub fn plan(task: &str, notes: &[&Note], root: &Path, budget: usize) -> Vec<Exce
         }
     }
     chosen.into_excerpts()
+}
+
+/// Offers the tests of `candidate`, just shown: the test class named after
+/// a top-level definition, or, for a small module shown whole, its
+/// `test_<module>.py` next to the cited tests.
+fn offer_tests(
+    chosen: &mut Chosen,
+    files: &[CodeFile],
+    test_dirs: &BTreeSet<&str>,
+    root: &Path,
+    candidate: &Candidate<'_>,
+) {
+    if candidate.file.chars > SMALL_FILE_CHARS {
+        if candidate.def.depth == 0 {
+            for file in files.iter().filter(|f| is_test_path(&f.path)) {
+                if let Some(class) = test_class_of(&file.defs, &candidate.def.name) {
+                    chosen.offer_first_method(file, class);
+                }
+            }
+        }
+        return;
+    }
+    let path = &candidate.file.path;
+    let stem = path
+        .rsplit('/')
+        .next()
+        .and_then(|name| name.rsplit_once('.'))
+        .map_or("", |(stem, _)| stem);
+    for dir in test_dirs {
+        let test_path = match *dir {
+            "" => format!("test_{stem}.py"),
+            dir => format!("{dir}/test_{stem}.py"),
+        };
+        if is_inside_file(root, &test_path)
+            && let Some(file) = load_files(std::slice::from_ref(&test_path), root).pop()
+            && file.chars <= SMALL_FILE_CHARS
+        {
+            chosen.add(&file, Span::whole(&file), Why::ItsTests, 0);
+        }
+    }
 }
 
 /// How much of the best content score among the definitions notes name
@@ -338,7 +344,6 @@ struct Span {
     end: usize,
     /// The definition (or `imports`); `None` for the whole file.
     symbol: Option<String>,
-    depth: usize,
 }
 
 impl Span {
@@ -347,7 +352,6 @@ impl Span {
             start: 1,
             end: file.lines,
             symbol: None,
-            depth: 0,
         }
     }
 }
@@ -391,7 +395,14 @@ impl Chosen {
 
     /// Adds `def` of `file` (or the whole file when it is small) unless it
     /// is shown already or does not fit; units it contains are replaced.
-    fn offer(&mut self, file: &CodeFile, def: &CodeDefinition, why: Why, score: usize) {
+    /// `Some` when it was added.
+    fn offer(
+        &mut self,
+        file: &CodeFile,
+        def: &CodeDefinition,
+        why: Why,
+        score: usize,
+    ) -> Option<()> {
         let span = if file.chars <= SMALL_FILE_CHARS {
             Span::whole(file)
         } else {
@@ -399,10 +410,9 @@ impl Chosen {
                 start: def.start,
                 end: def.end,
                 symbol: Some(def.qualified.clone()),
-                depth: def.depth,
             }
         };
-        self.add(file, span, why, score);
+        self.add(file, span, why, score).then_some(())
     }
 
     /// Adds the import lines of `file` (a long one, shown by definition),
@@ -416,7 +426,6 @@ impl Chosen {
                 start: 1,
                 end,
                 symbol: Some("imports".to_string()),
-                depth: 0,
             };
             self.add(file, imports, why, score);
         }
@@ -439,7 +448,6 @@ impl Chosen {
             start: class.start,
             end: first_method_end,
             symbol: Some(class.qualified.clone()),
-            depth: class.depth,
         };
         self.add(file, span, Why::ItsTests, 0);
     }
