@@ -43,7 +43,7 @@ impl Default for DigestLimits {
             test: 1_000,
             thought: 240,
             arg: 70,
-            diff: 5_000,
+            diff: 2_500,
             steps: 80,
             search_hits: 3,
         }
@@ -264,7 +264,7 @@ pub fn digest(events: &[Event], options: &DigestOptions) -> String {
             format!(
                 "{}\n```diff\n{}\n```",
                 files.join(", "),
-                cap(d.trim_end(), limits.diff)
+                cap_diff(d.trim_end(), limits.diff)
             )
         }
         _ => {
@@ -549,6 +549,60 @@ fn first_line(text: &str) -> String {
 }
 
 /// At most `max` characters, marking how much was cut.
+/// A unified diff within `max` characters, every file of it kept: each
+/// file gets an even share of what is left after the shorter ones, cut at a
+/// line, with a note of how many of its lines were left out. A plain cut
+/// lost the files at the end of a long change (a refactor's other modules).
+pub(crate) fn cap_diff(diff: &str, max: usize) -> String {
+    if diff.chars().count() <= max {
+        return diff.to_string();
+    }
+    let mut files: Vec<Vec<&str>> = Vec::new();
+    for line in diff.lines() {
+        if line.starts_with("diff --git ") || files.is_empty() {
+            files.push(Vec::new());
+        }
+        if let Some(file) = files.last_mut() {
+            file.push(line);
+        }
+    }
+    let sizes: Vec<usize> = files
+        .iter()
+        .map(|f| f.iter().map(|l| l.chars().count() + 1).sum())
+        .collect();
+    // Shares: the small files whole, the rest split what remains evenly.
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&i| sizes[i]);
+    let mut share = vec![0; files.len()];
+    let mut left = max;
+    for (k, &i) in order.iter().enumerate() {
+        let even = left / (files.len() - k);
+        share[i] = sizes[i].min(even);
+        left -= share[i];
+    }
+    let mut out = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let mut used = 0;
+        let mut kept = 0;
+        for line in file {
+            let cost = line.chars().count() + 1;
+            if used + cost > share[i] && kept > 0 {
+                break;
+            }
+            used += cost;
+            kept += 1;
+            out.push((*line).to_string());
+        }
+        if kept < file.len() {
+            out.push(format!(
+                "[… {} more lines of this file's diff cut]",
+                file.len() - kept
+            ));
+        }
+    }
+    out.join("\n")
+}
+
 pub(crate) fn cap(text: &str, max: usize) -> String {
     let total = text.chars().count();
     if total <= max {

@@ -55,6 +55,9 @@ pub enum Why {
     NoteNamesIt,
     /// The test class of a function shown.
     ItsTests,
+    /// Where a function shown is listed (an export list, an API docs
+    /// entry), for a task that adds one like it.
+    WhereListed,
 }
 
 /// One piece of code shown: a whole file or one definition.
@@ -171,6 +174,39 @@ pub fn plan(task: &str, notes: &[&Note], root: &Path, budget: usize) -> Vec<Exce
         // (up to its first method), a small module's test file.
         if added.is_some() && candidate.why == Why::TaskNamesIt && candidate.score >= STRONG {
             offer_tests(&mut chosen, &files, &test_dirs, root, candidate);
+        }
+    }
+    // A task that adds a definition (it calls a name nothing defines) next
+    // to ones it names: where those are listed, so the new one can be
+    // listed beside them without a search.
+    if task.adds_a_name(&files) {
+        let listed: Vec<String> = chosen
+            .units
+            .iter()
+            .filter(|u| u.why == Why::TaskNamesIt && !u.path.ends_with(".pyi"))
+            .filter_map(|u| u.span.symbol.clone())
+            .filter(|s| !s.contains('.'))
+            .collect();
+        let docs = load_text_files(&cited_docs(notes, root), root);
+        for name in listed {
+            for file in files
+                .iter()
+                .chain(docs.iter())
+                .filter(|f| !is_test_path(&f.path))
+            {
+                for (start, end) in listing_lines(&file.text, &name) {
+                    chosen.add(
+                        file,
+                        Span {
+                            start,
+                            end,
+                            symbol: Some(format!("{name} listed")),
+                        },
+                        Why::WhereListed,
+                        0,
+                    );
+                }
+            }
         }
     }
     // Last, while room is left: the import lines of the long source files
@@ -558,6 +594,66 @@ fn cited_files(notes: &[&Note], root: &Path) -> Vec<String> {
     out
 }
 
+/// The documentation files the notes cite (`docs/api.rst`): where a
+/// project lists its API.
+fn cited_docs(notes: &[&Note], root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for note in notes {
+        let files = note.meta.provenance.files.iter().map(String::as_str);
+        for path in files.chain(path_tokens(&note.body)) {
+            let path = path.trim().trim_start_matches("./");
+            let doc = [".rst", ".md", ".txt"]
+                .iter()
+                .any(|ext| path.ends_with(ext));
+            if doc && !out.iter().any(|p| p == path) && is_inside_file(root, path) {
+                out.push(path.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Text files read whole, with no definitions (documentation).
+fn load_text_files(paths: &[String], root: &Path) -> Vec<CodeFile> {
+    paths
+        .iter()
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(root.join(path)).ok()?;
+            Some(CodeFile {
+                path: path.clone(),
+                chars: text.chars().count(),
+                lines: line_count(&text),
+                defs: Vec::new(),
+                text,
+            })
+        })
+        .collect()
+}
+
+/// Where `name` is listed in `text`: a line holding it as a quoted string
+/// (`'sliced',` in `__all__`) or as a docs directive's argument
+/// (`.. autofunction:: sliced`), with the line before and after; at most
+/// two places.
+fn listing_lines(text: &str, name: &str) -> Vec<(usize, usize)> {
+    let quoted = [format!("'{name}'"), format!("\"{name}\"")];
+    let total = line_count(text);
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let trimmed = line.trim();
+            quoted.iter().any(|q| trimmed.starts_with(q.as_str()))
+                || trimmed
+                    .strip_prefix(".. auto")
+                    .and_then(|rest| rest.split_once(":: "))
+                    .is_some_and(|(_, arg)| {
+                        arg.split(|c: char| c == '(' || c.is_whitespace()).next() == Some(name)
+                    })
+        })
+        .take(2)
+        .map(|(i, _)| (i.max(1), (i + 2).min(total)))
+        .collect()
+}
+
 /// Code files next to the source files the notes cite (not their tests):
 /// a note that places checkout in `src/orders.py` also says the
 /// application's code is in `src/`, so a definition the task names there
@@ -653,6 +749,8 @@ struct TaskTerms {
     /// Names written in a shape prose never has: `snake_case`, `CamelCase`,
     /// called, in backticks or after a dot.
     shaped: BTreeSet<String>,
+    /// Names called as functions (`name(`, not `obj.name(`).
+    called: BTreeSet<String>,
     /// The title as `phrase_text` has it.
     title_phrase: String,
     /// Stems of the title's words.
@@ -669,6 +767,7 @@ impl TaskTerms {
         let mut words = BTreeSet::new();
         let mut code = BTreeSet::new();
         let mut shaped_names = BTreeSet::new();
+        let mut called_names = BTreeSet::new();
         let mut uses: BTreeMap<String, usize> = BTreeMap::new();
         let title: BTreeSet<String> = task
             .lines()
@@ -700,6 +799,9 @@ impl TaskTerms {
                 if shaped || called || marked {
                     shaped_names.insert(name.to_string());
                 }
+                if called && before != Some('.') {
+                    called_names.insert(name.to_string());
+                }
                 if shaped || called || marked || code_line {
                     code.insert(name.to_string());
                 }
@@ -723,6 +825,7 @@ impl TaskTerms {
             words,
             code_names,
             shaped: shaped_names,
+            called: called_names,
             title,
             title_phrase,
             title_words,
@@ -786,6 +889,88 @@ impl TaskTerms {
         Some(10 + uses.saturating_sub(1).min(4) + if in_title { 3 } else { 0 })
     }
 }
+
+impl TaskTerms {
+    /// Whether the task calls a name no file looked at defines and Python
+    /// does not provide (`subfactorial(`): it asks for a new definition.
+    fn adds_a_name(&self, files: &[CodeFile]) -> bool {
+        self.called.iter().any(|name| {
+            name.len() >= 3
+                && !PYTHON_BUILTINS.contains(&name.as_str())
+                && !files.iter().any(|f| f.defs.iter().any(|d| &d.name == name))
+        })
+    }
+}
+
+/// Python's builtin functions and types, which a task's examples call.
+const PYTHON_BUILTINS: &[&str] = &[
+    "abs",
+    "all",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "bytearray",
+    "bytes",
+    "callable",
+    "chr",
+    "classmethod",
+    "compile",
+    "complex",
+    "delattr",
+    "dict",
+    "dir",
+    "divmod",
+    "enumerate",
+    "eval",
+    "exec",
+    "filter",
+    "float",
+    "format",
+    "frozenset",
+    "getattr",
+    "globals",
+    "hasattr",
+    "hash",
+    "help",
+    "hex",
+    "input",
+    "int",
+    "isinstance",
+    "issubclass",
+    "iter",
+    "len",
+    "list",
+    "locals",
+    "map",
+    "max",
+    "memoryview",
+    "min",
+    "next",
+    "object",
+    "oct",
+    "open",
+    "ord",
+    "pow",
+    "print",
+    "property",
+    "range",
+    "repr",
+    "reversed",
+    "round",
+    "set",
+    "setattr",
+    "slice",
+    "sorted",
+    "staticmethod",
+    "str",
+    "sum",
+    "super",
+    "tuple",
+    "type",
+    "vars",
+    "zip",
+];
 
 /// `text` lower-cased, every run of other characters one space, with a
 /// space at each end: a name's words are found in it as ` w1 w2 `.

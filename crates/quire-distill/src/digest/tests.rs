@@ -344,3 +344,41 @@ fn steps_are_grouped_by_the_model_reply_that_made_them() {
         "{text}"
     );
 }
+
+#[test]
+fn a_long_diff_keeps_every_file_cut_at_lines() {
+    let mut diff = String::new();
+    for (name, lines) in [
+        ("src/orders.py", 80),
+        ("src/invoices.py", 4),
+        ("src/reports.py", 60),
+    ] {
+        diff.push_str(&format!(
+            "diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n@@ -1,3 +1,3 @@\n"
+        ));
+        for i in 0..lines {
+            diff.push_str(&format!("+line {i} of {name}\n"));
+        }
+    }
+    let capped = super::cap_diff(diff.trim_end(), 1_500);
+    assert!(capped.chars().count() <= 1_500 + 200, "{}", capped.len());
+    for name in ["src/orders.py", "src/invoices.py", "src/reports.py"] {
+        assert!(
+            capped.contains(&format!("+++ b/{name}")),
+            "{name} kept: {capped}"
+        );
+    }
+    // The short file whole, the long ones cut at a line, saying how much.
+    assert!(capped.contains("+line 3 of src/invoices.py"));
+    assert!(capped.contains("more lines of this file's diff cut]"));
+    assert!(
+        capped
+            .lines()
+            .all(|l| !l.ends_with("of src/ord") && !l.is_empty())
+    );
+    // Short enough already: unchanged.
+    assert_eq!(
+        super::cap_diff("diff --git a/x b/x\n+a", 100),
+        "diff --git a/x b/x\n+a"
+    );
+}

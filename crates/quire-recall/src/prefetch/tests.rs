@@ -326,3 +326,47 @@ fn a_long_files_imports_come_last_when_room_is_left() {
     assert_eq!(tight.len(), 1);
     assert_eq!(tight[0].symbol.as_deref(), Some("sliced"));
 }
+
+#[test]
+fn a_task_that_adds_a_function_sees_where_its_named_neighbours_are_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut module =
+        String::from("__all__ = [\n    'chunked',\n    'derangements',\n    'sliced',\n]\n\n\n");
+    module.push_str(&big_module());
+    module.push_str("\n\ndef derangements(iterable):\n    return iterable\n");
+    write(root, "pkg/more.py", &module);
+    write(
+        root,
+        "docs/api.rst",
+        "Combinatorics\n=============\n\n.. autofunction:: derangements\n.. autofunction:: powerset\n",
+    );
+    let map = note(
+        "Project map",
+        "- functions: `pkg/more.py`; a new one is also listed in `__all__` and docs/api.rst",
+        &[],
+    );
+    let task = "Add subfactorial() to count derangements\n\n    >>> subfactorial(4) == ilen(derangements(range(4)))\n    True\n";
+    let excerpts = plan(task, &[&map], root, 8_000);
+    let listed: Vec<(&str, usize, usize)> = excerpts
+        .iter()
+        .filter(|e| e.why == Why::WhereListed)
+        .map(|e| (e.path.as_str(), e.start, e.end))
+        .collect();
+    // In more.py the listing lies in the import block shown anyway (an
+    // `import` follows `__all__` here), which takes it in.
+    assert_eq!(listed, vec![("docs/api.rst", 3, 5)]);
+    assert!(
+        excerpts
+            .iter()
+            .any(|e| e.path == "pkg/more.py" && e.text.contains("3|     'derangements',")),
+        "{excerpts:?}"
+    );
+    // A task about an existing function (it adds no name) gets no listings.
+    let fix = "derangements() returns the input\n\n    >>> list(derangements('ab'))\n";
+    assert!(
+        plan(fix, &[&map], root, 8_000)
+            .iter()
+            .all(|e| e.why != Why::WhereListed)
+    );
+}
