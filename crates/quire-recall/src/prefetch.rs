@@ -802,6 +802,11 @@ impl TaskTerms {
                 if called && before != Some('.') {
                     called_names.insert(name.to_string());
                 }
+                // `nr[::-1]` in code: indexing, so the `__getitem__` of a
+                // class the task names (the special-method rule below).
+                if after == Some('[') && code_line {
+                    code.insert("getitem".to_string());
+                }
                 if shaped || called || marked || code_line {
                     code.insert(name.to_string());
                 }

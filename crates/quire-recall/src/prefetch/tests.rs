@@ -370,3 +370,25 @@ fn a_task_that_adds_a_function_sees_where_its_named_neighbours_are_listed() {
             .all(|e| e.why != Why::WhereListed)
     );
 }
+
+#[test]
+fn indexing_an_instance_of_a_named_class_brings_its_getitem() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut module = String::new();
+    module.push_str("class numeric_range:\n    \"\"\"A range of any numbers.\"\"\"\n\n");
+    for i in 0..60 {
+        module.push_str(&format!(
+            "    def helper_{i}(self):\n        return {i}\n\n"
+        ));
+    }
+    module.push_str("    def __getitem__(self, key):\n        return key\n\n    def __len__(self):\n        return 0\n");
+    write(root, "pkg/more.py", &module);
+    let map = note("Project map", "- functions: `pkg/more.py`", &[]);
+    let task = "numeric_range slicing with a negative step is empty\n\n    >>> nr = numeric_range(0, 10, 2)\n    >>> list(nr[::-1])\n    []\n";
+    let shown: Vec<Option<String>> = plan(task, &[&map], root, 600)
+        .into_iter()
+        .map(|e| e.symbol)
+        .collect();
+    assert_eq!(shown, vec![Some("numeric_range.__getitem__".to_string())]);
+}
