@@ -266,15 +266,36 @@ fn outline(config: &quire_config::AgentConfig, rel: &str, lines: &[&str]) -> Too
     for d in defs.iter().filter(|d| d.depth <= max_depth) {
         out.push('\n');
         out.push_str(&format!(
-            "{}{}-{} {} {}",
+            "{}{}-{} {}",
             "  ".repeat(d.depth),
             d.start,
             d.end,
-            d.kind,
-            d.name
+            signature(lines.get(d.header - 1).copied().unwrap_or(""), d)
         ));
     }
     ToolOutput::ok(out.clone(), out)
+}
+
+/// Characters of a definition's header line an outline shows.
+const OUTLINE_SIGNATURE_CHARS: usize = 110;
+
+/// A definition as an outline lists it: its header line (`def
+/// available(self, sku: str) -> int:`), so the names come with their
+/// parameters and types; a header of another shape, or one cut short,
+/// says `…`. A player guessed what `available(sku)` returns from a bare
+/// name.
+fn signature(header: &str, d: &symbols::Definition) -> String {
+    let text = header.trim();
+    if !text.contains(d.name.as_str()) {
+        return format!("{} {}", d.kind, d.name);
+    }
+    let text = text.strip_suffix('{').map_or(text, str::trim_end);
+    if text.chars().count() > OUTLINE_SIGNATURE_CHARS {
+        let kept: String = text.chars().take(OUTLINE_SIGNATURE_CHARS).collect();
+        format!("{kept}…")
+    } else {
+        text.to_string()
+    }
 }
 
 /// Most files a suggestion search looks at; bigger trees get no suggestion

@@ -2242,11 +2242,11 @@ async fn read_outline_lists_definitions_with_ranges() {
     assert_eq!(
         lines,
         vec![
-            "4-14 class Seekable",
-            "  10-11 def __init__",
-            "  13-14 def elements",
-            "17-21 def chunked",
-            "24-25 def chunked_even"
+            "4-14 class Seekable:",
+            "  10-11 def __init__(self):",
+            "  13-14 def elements(self):",
+            "17-21 def chunked(it, n):",
+            "24-25 def chunked_even(it, n):"
         ]
     );
     assert!(
@@ -2270,7 +2270,7 @@ async fn read_outline_lists_definitions_with_ranges() {
     )
     .await;
     assert!(
-        out.agent_view.contains("imports (lines 1-3, as read_file shows them):\n1| import os\n2| from src.errors import (Bad,\n3|     Worse)\ndefinitions:\n7-17 class Seekable"),
+        out.agent_view.contains("imports (lines 1-3, as read_file shows them):\n1| import os\n2| from src.errors import (Bad,\n3|     Worse)\ndefinitions:\n7-17 class Seekable:"),
         "{}",
         out.agent_view
     );
