@@ -260,9 +260,27 @@ fn offer_tests(
         if is_inside_file(root, &test_path)
             && let Some(file) = load_files(std::slice::from_ref(&test_path), root).pop()
             && file.chars <= SMALL_FILE_CHARS
+            && chosen.add(&file, Span::whole(&file), Why::ItsTests, 0)
         {
-            chosen.add(&file, Span::whole(&file), Why::ItsTests, 0);
+            offer_fixtures(chosen, root, dir);
         }
+    }
+}
+
+/// The small `conftest.py` next to tests just shown: the fixtures and test
+/// data they use (two players spent a call reading it to write their
+/// tests).
+fn offer_fixtures(chosen: &mut Chosen, root: &Path, dir: &str) {
+    let path = if dir.is_empty() {
+        "conftest.py".to_string()
+    } else {
+        format!("{dir}/conftest.py")
+    };
+    if is_inside_file(root, &path)
+        && let Some(file) = load_files(std::slice::from_ref(&path), root).pop()
+        && file.chars <= SMALL_FILE_CHARS
+    {
+        chosen.add(&file, Span::whole(&file), Why::ItsTests, 0);
     }
 }
 
