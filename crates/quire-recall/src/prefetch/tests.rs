@@ -274,6 +274,11 @@ fn modules_next_to_cited_ones_and_the_class_a_title_names_are_looked_at() {
         "tests/test_coupons.py",
         "def test_get(book):\n    assert book.get('A')\n",
     );
+    write(
+        root,
+        "tests/conftest.py",
+        "import pytest\n\n\n@pytest.fixture\ndef book():\n    return None\n",
+    );
     // Not next to a cited source file: never looked at.
     write(root, "vendor/coupons.py", "class Coupon:\n    pass\n");
     let map = note(
@@ -290,6 +295,8 @@ fn modules_next_to_cited_ones_and_the_class_a_title_names_are_looked_at() {
         shown,
         vec![
             ("src/coupons.py".to_string(), None, Why::TaskNamesIt),
+            // The fixtures the tests use come with them.
+            ("tests/conftest.py".to_string(), None, Why::ItsTests),
             ("tests/test_coupons.py".to_string(), None, Why::ItsTests),
         ]
     );
