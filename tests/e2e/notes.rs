@@ -850,18 +850,21 @@ fn preview_shows_what_a_task_would_get_the_notes_and_the_code_they_point_to() {
     let ws = env.ws();
     let task = "apply_discount() accepts a negative percent and raises the price";
     // Nothing kept yet: the task would get no notes.
-    let out = env.run(&[
-        "--json",
-        "notes",
-        "preview",
-        ws.to_str().unwrap(),
-        "--task",
-        task,
-        "--project",
-        "pricing",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let preview = || {
+        let out = env.run(&[
+            "--json",
+            "notes",
+            "preview",
+            ws.to_str().unwrap(),
+            "--task",
+            task,
+            "--project",
+            "pricing",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let json = preview();
     assert!(json["message"].is_null(), "{json}");
 
     let map = env.home.path().join("notes/projects/pricing/map/map.md");
@@ -871,18 +874,7 @@ fn preview_shows_what_a_task_would_get_the_notes_and_the_code_they_point_to() {
         "---\ntitle: Pricing map\nkind: architecture\n---\n- Discounts: `apply_discount` in src/pricing.py; tests in tests/\n",
     )
     .unwrap();
-    let out = env.run(&[
-        "--json",
-        "notes",
-        "preview",
-        ws.to_str().unwrap(),
-        "--task",
-        task,
-        "--project",
-        "pricing",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = preview();
     let message = json["message"].as_str().unwrap();
     assert!(message.contains("Pricing map"), "{message}");
     assert!(
