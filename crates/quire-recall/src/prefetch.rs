@@ -1199,19 +1199,25 @@ fn is_content_word(word: &str) -> bool {
 /// with "reserve".
 fn stem(word: &str) -> String {
     let w = word.to_lowercase();
-    for suffix in ["ies", "es", "s"] {
-        if let Some(base) = w.strip_suffix(suffix)
-            && base.len() >= 3
-            && !base.ends_with('s')
-        {
-            return if suffix == "ies" {
-                format!("{base}y")
-            } else {
-                base.to_string()
-            };
-        }
+    if let Some(base) = w.strip_suffix("ies")
+        && base.len() >= 2
+    {
+        return format!("{base}y");
     }
-    w
+    // "es" is a plural ending only after s, x, z, ch and sh (classes,
+    // boxes, matches); "invoices" and "codes" just add an s.
+    if let Some(base) = w.strip_suffix("es")
+        && base.len() >= 3
+        && ["s", "x", "z", "ch", "sh"]
+            .iter()
+            .any(|e| base.ends_with(e))
+    {
+        return base.to_string();
+    }
+    match w.strip_suffix('s') {
+        Some(base) if base.len() >= 3 && !base.ends_with('s') => base.to_string(),
+        _ => w,
+    }
 }
 
 const STOP_WORDS: &[&str] = &[

@@ -212,6 +212,16 @@ fn names_split_into_words_and_code_is_told_from_prose() {
     assert_eq!(stem("coupons"), "coupon");
     assert_eq!(stem("categories"), "category");
     assert_eq!(stem("class"), "class");
+    assert_eq!(stem("classes"), "class");
+    assert_eq!(stem("boxes"), "box");
+    // A word's plural and its singular meet: "invoices" is `Invoice`.
+    for (plural, singular) in [
+        ("invoices", "invoice"),
+        ("codes", "code"),
+        ("prices", "price"),
+    ] {
+        assert_eq!(stem(plural), stem(singular), "{plural}");
+    }
     let task = TaskTerms::of(
         "chunked(): the last chunk\n\nUse `tail` or sliced() like seq.islice, InvalidCouponError and place_order; the first one.\n    >>> spy(it)\n",
     );
@@ -398,4 +408,23 @@ fn indexing_an_instance_of_a_named_class_brings_its_getitem() {
         .map(|e| e.symbol)
         .collect();
     assert_eq!(shown, vec![Some("numeric_range.__getitem__".to_string())]);
+}
+
+#[test]
+fn a_title_naming_a_class_in_the_plural_brings_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "src/pricing.py", "def vat(net):\n    return net\n");
+    write(
+        root,
+        "src/invoices.py",
+        "class Invoice:\n    total: int\n\n\ndef render(invoice):\n    return ''\n",
+    );
+    let map = note("Shop map", "- Pricing: `src/pricing.py` `vat`", &[]);
+    let task = "Charge shipping on invoices (free from 50 EUR)\n\nA flat fee per order.";
+    let shown: Vec<String> = plan(task, &[&map], root, 8_000)
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(shown, vec!["src/invoices.py".to_string()]);
 }
