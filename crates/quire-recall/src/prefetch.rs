@@ -179,7 +179,8 @@ pub fn plan(task: &str, notes: &[&Note], root: &Path, budget: usize) -> Vec<Exce
     // A task that adds a definition (it calls a name nothing defines) next
     // to ones it names: where those are listed, so the new one can be
     // listed beside them without a search.
-    if task.adds_a_name(&files) {
+    let new_names = task.new_names(&files);
+    if !new_names.is_empty() {
         let listed: Vec<String> = chosen
             .units
             .iter()
@@ -194,7 +195,8 @@ pub fn plan(task: &str, notes: &[&Note], root: &Path, budget: usize) -> Vec<Exce
                 .chain(docs.iter())
                 .filter(|f| !is_test_path(&f.path))
             {
-                for (start, end) in listing_lines(&file.text, &name) {
+                let lines = listing_lines(&file.text, &name);
+                for &(start, end) in &lines {
                     chosen.add(
                         file,
                         Span {
@@ -205,6 +207,25 @@ pub fn plan(task: &str, notes: &[&Note], root: &Path, budget: usize) -> Vec<Exce
                         Why::WhereListed,
                         0,
                     );
+                }
+                // In a sorted list, where the new name goes too: two players
+                // guessed the entry it sorts before to edit against.
+                if lines.is_empty() {
+                    continue;
+                }
+                for new in &new_names {
+                    if let Some((start, end)) = sorted_place(&file.text, lines[0].0 + 1, new) {
+                        chosen.add(
+                            file,
+                            Span {
+                                start,
+                                end,
+                                symbol: Some(format!("where {new} sorts")),
+                            },
+                            Why::WhereListed,
+                            0,
+                        );
+                    }
                 }
             }
         }
@@ -672,6 +693,49 @@ fn listing_lines(text: &str, name: &str) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// In the list of quoted entries around line `at` (1-based), when it is
+/// (nearly) sorted, the two entries `name` would go between (or the one it would
+/// follow or precede at an end).
+fn sorted_place(text: &str, at: usize, name: &str) -> Option<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let entry = |line: &str| -> Option<String> {
+        let t = line.trim().trim_end_matches(',');
+        let inner = t
+            .strip_prefix('\'')
+            .and_then(|r| r.strip_suffix('\''))
+            .or_else(|| t.strip_prefix('"').and_then(|r| r.strip_suffix('"')))?;
+        inner
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_')
+            .then(|| inner.to_lowercase())
+    };
+    let at = at.checked_sub(1)?;
+    entry(lines.get(at)?)?;
+    let mut first = at;
+    while first > 0 && entry(lines[first - 1]).is_some() {
+        first -= 1;
+    }
+    let mut last = at;
+    while last + 1 < lines.len() && entry(lines[last + 1]).is_some() {
+        last += 1;
+    }
+    let entries: Vec<String> = (first..=last).filter_map(|i| entry(lines[i])).collect();
+    // Sorted, up to a few entries out of place (more-itertools' `__all__`
+    // has five among 118).
+    let out_of_order = entries.windows(2).filter(|w| w[0] > w[1]).count();
+    if entries.len() < 3 || out_of_order * 10 > entries.len() {
+        return None;
+    }
+    // After the last entry that sorts before it: an entry out of place
+    // earlier in the list does not move it.
+    let name = name.to_lowercase();
+    let (start, end) = match entries.iter().rposition(|e| *e < name) {
+        Some(i) => (first + i, (first + i + 1).min(last)),
+        None => (first, first),
+    };
+    Some((start + 1, end + 1))
+}
+
 /// Code files next to the source files the notes cite (not their tests):
 /// a note that places checkout in `src/orders.py` also says the
 /// application's code is in `src/`, so a definition the task names there
@@ -916,12 +980,23 @@ impl TaskTerms {
 impl TaskTerms {
     /// Whether the task calls a name no file looked at defines and Python
     /// does not provide (`subfactorial(`): it asks for a new definition.
-    fn adds_a_name(&self, files: &[CodeFile]) -> bool {
-        self.called.iter().any(|name| {
-            name.len() >= 3
-                && !PYTHON_BUILTINS.contains(&name.as_str())
-                && !files.iter().any(|f| f.defs.iter().any(|d| &d.name == name))
-        })
+    /// The names the task's title has and its text calls, that no file
+    /// looked at defines and Python does not provide: the definitions it
+    /// asks for ("Add subfactorial() to count derangements"; a call in an
+    /// example of something else, `combinations(`, is not one).
+    fn new_names<'a>(&'a self, files: &[CodeFile]) -> Vec<&'a str> {
+        self.called
+            .iter()
+            .filter(|name| {
+                self.title.contains(*name)
+                    && name.len() >= 3
+                    && !PYTHON_BUILTINS.contains(&name.as_str())
+                    && !files
+                        .iter()
+                        .any(|f| f.defs.iter().any(|d| &d.name == *name))
+            })
+            .map(String::as_str)
+            .collect()
     }
 }
 

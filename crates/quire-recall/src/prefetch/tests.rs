@@ -428,3 +428,27 @@ fn a_title_naming_a_class_in_the_plural_brings_it() {
         .collect();
     assert_eq!(shown, vec!["src/invoices.py".to_string()]);
 }
+
+#[test]
+fn a_new_name_sees_where_it_sorts_in_a_sorted_list() {
+    let text = "x = 1\n__all__ = [\n    'chunked',\n    'derangements',\n    'sliced',\n    'substrings',\n    'tail',\n]\n";
+    // Between 'sliced' and 'substrings' ("subf" < "subs").
+    assert_eq!(sorted_place(text, 4, "subfactorial"), Some((5, 6)));
+    assert_eq!(sorted_place(text, 4, "tab"), Some((6, 7)));
+    // Before the first, after the last.
+    assert_eq!(sorted_place(text, 4, "always"), Some((3, 3)));
+    assert_eq!(sorted_place(text, 4, "zip_longest"), Some((7, 7)));
+    // Not a list line, or an unsorted list: nothing.
+    assert_eq!(sorted_place(text, 1, "subfactorial"), None);
+    let unsorted = "__all__ = [\n    'tail',\n    'chunked',\n    'sliced',\n]\n";
+    assert_eq!(sorted_place(unsorted, 2, "subfactorial"), None);
+    // One entry out of place among many still sorts.
+    let mut mostly = String::from("__all__ = [\n");
+    for name in [
+        "a1", "a2", "a3", "a4", "a5", "zz", "b1", "b2", "b3", "b4", "b5", "c1",
+    ] {
+        mostly.push_str(&format!("    '{name}',\n"));
+    }
+    mostly.push_str("]\n");
+    assert_eq!(sorted_place(&mostly, 3, "b35"), Some((10, 11)));
+}
