@@ -220,6 +220,12 @@ pub(crate) fn check_consistent(home: &Path, base_url: &str, label: &str) -> Tree
     let cli = |args: &[&str]| quire_in(home, base_url).args(args).output().unwrap();
     ok(cli(&["sessions", "list"]), label);
     let listed = cli(&["notes", "list", "--all", "--json"]);
+    if listed.status.code() != Some(0) {
+        // Once more with -v: the failure's cause chain (how a killed
+        // writer's leftover delete file was found).
+        let again = cli(&["-v", "notes", "list", "--all", "--json"]);
+        panic!("{label}: {}\nwith -v: {}", stderr(&listed), stderr(&again));
+    }
     assert!(
         !stderr(&listed).contains("broken"),
         "{label}: a broken note: {}",

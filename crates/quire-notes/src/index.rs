@@ -469,13 +469,22 @@ impl NoteIndex {
     }
 
     /// Takes tantivy's writer lock, retrying with backoff while another
-    /// writer (usually another process) holds it.
+    /// writer (usually another process) holds it. Holding it, removes the
+    /// files a killed writer left that no commit uses: its uncommitted
+    /// delete files are named by opstamp, and the next writer starts from
+    /// the same opstamp, so it would fail on `<segment>.<opstamp>.del`
+    /// already existing (a kill -9 harness found it).
     fn writer(&self, threads: usize, bytes: usize) -> Result<IndexWriter> {
         let start = Instant::now();
         let mut delay = Duration::from_millis(10);
         loop {
             match self.index.writer_with_num_threads(threads, bytes) {
-                Ok(writer) => return Ok(writer),
+                Ok(writer) => {
+                    if let Err(e) = writer.garbage_collect_files().wait() {
+                        tracing::warn!(error = %e, dir = %self.dir.display(), "could not remove unused note index files");
+                    }
+                    return Ok(writer);
+                }
                 Err(TantivyError::LockFailure(LockError::LockBusy, _)) => {
                     let waited = start.elapsed();
                     if waited >= self.lock_timeout {

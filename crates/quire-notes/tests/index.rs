@@ -540,3 +540,78 @@ fn handles_can_be_shared_across_threads() {
     assert_send_sync::<NoteIndex>();
     assert_send_sync::<NoteTree>();
 }
+
+/// A writer killed after writing a segment's delete file but before its
+/// commit leaves `<segment>.<opstamp>.del` behind, listed as managed; the
+/// next writer starts from the same opstamp and must not trip over it.
+/// Replayed here without a kill: the same update is made on a copy of the
+/// index, whose leftover file is then copied into the original.
+#[test]
+fn a_killed_writers_uncommitted_delete_file_does_not_block_the_next() {
+    fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+        fs::create_dir_all(to).unwrap();
+        for entry in fs::read_dir(from).unwrap().flatten() {
+            if entry.path().is_file() {
+                fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+            }
+        }
+    }
+    let (dir, tree) = tree();
+    let note = hindsight_decimal(&tree);
+    hindsight_src(&tree);
+    // Segments of several notes each, so an update deletes from one that
+    // lives on (and writes its delete file).
+    for i in 0..12 {
+        tree.create(NewNote::shared(
+            "misc",
+            Kind::Insight,
+            format!("Filler note {i}"),
+        ))
+        .unwrap();
+    }
+    let main = dir.path().join("index");
+    NoteIndex::open(&main, &tree).unwrap();
+    let before: Vec<String> = fs::read_dir(&main)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+
+    // The "killed" writer's work: the update, done on a copy.
+    let copy = dir.path().join("copy");
+    copy_dir(&main, &copy);
+    let changed = tree
+        .update(note.id(), |n| n.meta.title = "Quantize rounding".into())
+        .unwrap();
+    NoteIndex::open(&copy, &tree)
+        .unwrap()
+        .upsert(&changed)
+        .unwrap();
+    let mut left = 0;
+    for entry in fs::read_dir(&copy).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".del") && !before.contains(&name) {
+            fs::copy(entry.path(), main.join(&name)).unwrap();
+            left += 1;
+        }
+    }
+    let listing: Vec<String> = fs::read_dir(&copy)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        left > 0,
+        "the update wrote a delete file: {listing:?} before {before:?}"
+    );
+    fs::copy(copy.join(".managed.json"), main.join(".managed.json")).unwrap();
+
+    // The next writer makes the same update: no FileAlreadyExists.
+    let idx = NoteIndex::open(&main, &tree).unwrap();
+    idx.upsert(&changed).unwrap();
+    assert_eq!(
+        ids(&idx.search(&SearchQuery::new("quantize")).unwrap()),
+        vec![note.id()]
+    );
+    assert_eq!(idx.len(), 14);
+}
