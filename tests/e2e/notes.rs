@@ -850,9 +850,8 @@ fn preview_shows_what_a_task_would_get_the_notes_and_the_code_they_point_to() {
     let ws = env.ws();
     let task = "apply_discount() accepts a negative percent and raises the price";
     // Nothing kept yet: the task would get no notes.
-    let preview = || {
-        let out = env.run(&[
-            "--json",
+    let run_preview = |json: bool| {
+        let mut args = vec![
             "notes",
             "preview",
             ws.to_str().unwrap(),
@@ -860,10 +859,15 @@ fn preview_shows_what_a_task_would_get_the_notes_and_the_code_they_point_to() {
             task,
             "--project",
             "pricing",
-        ]);
+        ];
+        if json {
+            args.insert(0, "--json");
+        }
+        let out = env.run(&args);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+        out
     };
+    let preview = || serde_json::from_slice::<Value>(&run_preview(true).stdout).unwrap();
     let json = preview();
     assert!(json["message"].is_null(), "{json}");
 
@@ -887,15 +891,7 @@ fn preview_shows_what_a_task_would_get_the_notes_and_the_code_they_point_to() {
     assert!(json["chars"].as_u64().unwrap() > json["code"][0]["chars"].as_u64().unwrap());
 
     // The terminal view says what it costs.
-    let out = env.run(&[
-        "notes",
-        "preview",
-        ws.to_str().unwrap(),
-        "--task",
-        task,
-        "--project",
-        "pricing",
-    ]);
+    let out = run_preview(false);
     assert!(stdout(&out).contains("1 code excerpts"), "{}", stdout(&out));
     // A workspace that is not there is a clear error.
     let out = env.run(&["notes", "preview", "/no/such/ws", "--task", task]);
